@@ -1,0 +1,1 @@
+"""What changes the world: launch backends, job templates, sweeps, promotions, the state store."""

@@ -1,0 +1,77 @@
+"""The one settings object: environment variables (TRAINBOT_*) over an optional YAML file.
+
+Every setting has a default that works on one machine. TRAINBOT_CONFIG names the YAML file;
+TRAINBOT_DATA_DIR (default ./.trainbot) is where trainbot keeps its state.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+CONFIG_ENV = "TRAINBOT_CONFIG"
+
+
+class SettingsError(ValueError):
+    """The configuration cannot be used; the message says which file or variable to fix."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TRAINBOT_", extra="ignore")
+
+    data_dir: Path = Path(".trainbot")
+    log_level: str = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config = os.environ.get(CONFIG_ENV)
+        return init_settings, env_settings, _YamlFile(settings_cls, Path(config) if config else None)
+
+
+class _YamlFile(PydanticBaseSettingsSource):
+    """Values from the YAML file named by TRAINBOT_CONFIG; below the environment in priority."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._values = _read_yaml(path) if path else {}
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SettingsError(f"{CONFIG_ENV}={path}: cannot read it ({error.strerror})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{CONFIG_ENV}={path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise SettingsError(f"{CONFIG_ENV}={path}: the top level must be a mapping of setting names")
+    return document
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        source = os.environ.get(CONFIG_ENV) or "the TRAINBOT_* environment"
+        raise SettingsError(f"invalid settings ({problems}); fix {source}") from None

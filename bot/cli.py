@@ -1,0 +1,89 @@
+"""`trainbot`: the command line. Each subcommand parses, calls one function, renders.
+
+Imports stay lazy so `trainbot diagnose` starts fast and the bot's path never loads torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+class UserError(Exception):
+    """Something the person running trainbot can fix; the message says what."""
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from bot.report import render_text  # noqa: PLC0415
+    from diagnosers.bundle import NotABundle  # noqa: PLC0415
+    from diagnosers.engine import diagnose_path  # noqa: PLC0415
+
+    try:
+        diagnosis = diagnose_path(Path(args.path))
+    except NotABundle as error:
+        raise UserError(str(error)) from None
+    if args.json:
+        print(json.dumps(diagnosis.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_text(diagnosis))
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    from actions.settings import SettingsError, load_settings  # noqa: PLC0415
+
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        raise UserError(str(error)) from None
+    print(json.dumps(settings.model_dump(mode="json"), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    diagnose = commands.add_parser("diagnose", help="diagnose an evidence bundle (folder or .tar.gz)")
+    diagnose.add_argument("path", metavar="PATH", help="bundle folder or .tar.gz")
+    diagnose.add_argument("--json", action="store_true", help="print the diagnosis JSON of BUNDLE.md")
+    diagnose.set_defaults(handler=_diagnose)
+    config = commands.add_parser("config", help="print the effective settings")
+    config.set_defaults(handler=_config)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except UserError as error:
+        print(f"trainbot: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        return _unexpected()
+
+
+def _unexpected() -> int:
+    """Keep the traceback in a file and show its correlation id, never the traceback itself."""
+    correlation = uuid.uuid4().hex[:12]
+    report = Path(tempfile.gettempdir()) / f"trainbot-error-{correlation}.log"
+    report.write_text(traceback.format_exc(), encoding="utf-8")
+    print(f"trainbot: unexpected error {correlation}; details in {report}. Please report it.", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

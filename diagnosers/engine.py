@@ -1,0 +1,141 @@
+"""The engine: run every rule over the Evidence, rank the findings, give a verdict.
+
+`failed` when a critical finding explains why the job failed or could not start (the first
+finding is the primary cause); otherwise the strongest bottleneck; `insufficient-evidence`
+when neither metrics nor step timings say where the time goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnosers.bundle import load_bundle
+from diagnosers.evidence import Evidence
+from diagnosers.findings import (
+    BOTTLENECK_IDS,
+    DASHBOARD_UNREACHABLE,
+    DATALOADER_CRASH,
+    GPU_NOT_DETECTED,
+    GPU_OOM,
+    HOST_OOM,
+    IMAGE_PULL,
+    INSUFFICIENT_GPU,
+    MLFLOW_UNREACHABLE,
+    NCCL_NETWORK_ERROR,
+    NCCL_TIMEOUT,
+    RANK_CONFIG,
+    WORKER_DIED,
+    XID_ERROR,
+    Finding,
+    Severity,
+)
+from diagnosers.rules import RULES, Rule
+
+FAILED = "failed"
+INSUFFICIENT_EVIDENCE = "insufficient-evidence"
+
+# When a cause and its usual consequence are both present, the consequence is not the primary
+# cause: a rank that OOMs or loses its GPU leaves its peers to time out, and Ray then reports
+# the dead actor. Such findings keep their place in the list at a lower confidence.
+CONSEQUENCES: dict[str, tuple[str, ...]] = {
+    NCCL_TIMEOUT: (GPU_OOM, HOST_OOM, XID_ERROR, DATALOADER_CRASH, NCCL_NETWORK_ERROR, RANK_CONFIG),
+    NCCL_NETWORK_ERROR: (GPU_OOM, HOST_OOM, XID_ERROR, DATALOADER_CRASH),
+    WORKER_DIED: (
+        GPU_OOM,
+        HOST_OOM,
+        XID_ERROR,
+        DATALOADER_CRASH,
+        NCCL_TIMEOUT,
+        NCCL_NETWORK_ERROR,
+        RANK_CONFIG,
+        GPU_NOT_DETECTED,
+        MLFLOW_UNREACHABLE,
+        IMAGE_PULL,
+        INSUFFICIENT_GPU,
+    ),
+    DASHBOARD_UNREACHABLE: (HOST_OOM, IMAGE_PULL, INSUFFICIENT_GPU),
+    GPU_NOT_DETECTED: (INSUFFICIENT_GPU,),
+}
+CONSEQUENCE_FACTOR = 0.6
+
+
+class RuleContractError(RuntimeError):
+    """A rule emitted an id it did not declare: a bug in trainbot, not in the bundle."""
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    verdict: str
+    summary: str
+    findings: list[Finding]
+    sources: dict[str, str]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "findings": [found.to_dict() for found in self.findings],
+            "sources": dict(self.sources),
+        }
+
+
+def diagnose_path(path: Path) -> Diagnosis:
+    return diagnose(load_bundle(path))
+
+
+def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
+    findings = [found for rule in rules for found in _run(rule, evidence)]
+    _demote_consequences(findings)
+    if evidence.meta.did_not_fail:
+        _demote_critical(findings)
+    findings.sort(key=lambda found: (found.severity.rank, -found.confidence, found.id))
+    verdict = _verdict(findings)
+    return Diagnosis(verdict, _summary(verdict, findings, evidence), findings, evidence.sources)
+
+
+def _run(rule: Rule, evidence: Evidence) -> list[Finding]:
+    found = rule.check(evidence)
+    for one in found:
+        if one.id not in rule.emits:
+            raise RuleContractError(f"rule {rule.name} emitted {one.id}, which it does not declare")
+    return found
+
+
+def _demote_consequences(findings: list[Finding]) -> None:
+    present = {found.id for found in findings if found.severity is Severity.CRITICAL}
+    for found in findings:
+        causes = [cause for cause in CONSEQUENCES.get(found.id, ()) if cause in present]
+        if causes:
+            found.confidence = round(found.confidence * CONSEQUENCE_FACTOR, 2)
+            found.detail += f" This is probably a consequence of {', '.join(causes)}."
+
+
+def _demote_critical(findings: list[Finding]) -> None:
+    """The job did not fail, so nothing found stopped it: a warning, not a cause of failure."""
+    for found in findings:
+        if found.severity is Severity.CRITICAL:
+            found.severity = Severity.WARNING
+
+
+def _verdict(findings: list[Finding]) -> str:
+    if any(found.severity is Severity.CRITICAL for found in findings):
+        return FAILED
+    bottlenecks = [found for found in findings if found.id in BOTTLENECK_IDS]
+    if not bottlenecks:
+        return INSUFFICIENT_EVIDENCE
+    return max(bottlenecks, key=lambda found: found.confidence).id
+
+
+def _summary(verdict: str, findings: list[Finding], evidence: Evidence) -> str:
+    job = f"{evidence.meta.job}: " if evidence.meta.job else ""
+    if verdict == INSUFFICIENT_EVIDENCE:
+        noted = f" {len(findings)} other finding(s) are listed." if findings else ""
+        return (
+            f"{job}No metrics or step timings say where the time goes; collect Prometheus (DCGM) series or "
+            f"steps/ timings to classify the run.{noted}"
+        )
+    primary = next(found for found in findings if verdict in (FAILED, found.id))
+    first_sentence = primary.detail.split(". ", 1)[0].rstrip(".")
+    prefix = "Failed: " if verdict == FAILED else ""
+    return f"{job}{prefix}{primary.title}. {first_sentence}. Runbook: {primary.runbook}"

@@ -1,0 +1,218 @@
+"""Stream a log and yield only the lines that contain one of a set of literals.
+
+Logs of a 64-rank job run to hundreds of megabytes of NCCL and training chatter in which a
+handful of lines matter. Parsing every line in Python is far too slow for that, so a
+multi-literal matcher (Hyperscan, at GB/s) picks the candidate lines out of large blocks and
+only those reach the regex parsers. Where Hyperscan is not installed the same literals are
+found with one `re` alternation: the same answers, only slower.
+
+Memory stays bounded whatever the input: a block, a look-ahead for context lines and one
+over-long line's worth of carry, even for a multi-gigabyte log with no newline at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+BLOCK_BYTES = 8 << 20
+# Context after a hit (a traceback's frames) must fit in what is kept past the split point.
+LOOKAHEAD_BYTES = 64 << 10
+# Lines longer than this are quoted as a window around the match.
+MAX_LINE_BYTES = 4 << 10
+MAX_CONTEXT_LINES = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """A literal that makes a line worth parsing, and whether the lines after it matter too."""
+
+    literal: bytes
+    caseless: bool = False
+    context: bool = False
+
+
+@dataclass(slots=True)
+class Hit:
+    """A candidate line: its 1-based number, its text, which needles it holds, what follows it."""
+
+    line: int
+    text: str
+    needles: set[int]
+    after: list[str]
+    truncated: bool = False
+
+
+class Matcher(Protocol):
+    def find(self, data: memoryview) -> list[tuple[int, int]]:
+        """(start offset, needle index) of every needle occurrence in data."""
+        ...
+
+
+class RegexMatcher:
+    """One `re` alternation: the portable fallback."""
+
+    def __init__(self, needles: Sequence[Needle]) -> None:
+        parts = []
+        for index, needle in enumerate(needles):
+            literal = re.escape(needle.literal)
+            body = b"(?i:" + literal + b")" if needle.caseless else literal
+            parts.append(b"(?P<n" + str(index).encode() + b">" + body + b")")
+        self._pattern = re.compile(b"|".join(parts))
+
+    def find(self, data: memoryview) -> list[tuple[int, int]]:
+        found = []
+        for match in self._pattern.finditer(data):
+            group = match.lastgroup
+            if group is not None:
+                found.append((match.start(), int(group[1:])))
+        return found
+
+
+class HyperscanMatcher:
+    """Hyperscan's literal compiler: every needle in one pass at memory speed."""
+
+    def __init__(self, needles: Sequence[Needle]) -> None:
+        import hyperscan  # noqa: PLC0415 - optional: absent on platforms without a wheel
+
+        self._lengths = [len(needle.literal) for needle in needles]
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(
+            expressions=[needle.literal for needle in needles],
+            ids=list(range(len(needles))),
+            elements=len(needles),
+            flags=[hyperscan.HS_FLAG_CASELESS if needle.caseless else 0 for needle in needles],
+            literal=True,
+        )
+
+    def find(self, data: memoryview) -> list[tuple[int, int]]:
+        found: list[tuple[int, int]] = []
+        lengths = self._lengths
+
+        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            found.append((end - lengths[index], index))
+
+        self._database.scan(data, match_event_handler=on_match)
+        found.sort()
+        return found
+
+
+def build_matcher(needles: Sequence[Needle]) -> Matcher:
+    try:
+        return HyperscanMatcher(needles)
+    except ImportError:
+        return RegexMatcher(needles)
+
+
+class LogScanner:
+    """Yields each line of a stream that holds a needle, in file order, one Hit per line.
+
+    The block buffer is allocated once and reused for every log of a bundle: a bundle of
+    10,000 tiny logs must not pay for 10,000 fresh multi-megabyte buffers.
+    """
+
+    def __init__(
+        self, needles: Sequence[Needle], matcher: Matcher | None = None, block_bytes: int = BLOCK_BYTES
+    ) -> None:
+        if block_bytes <= LOOKAHEAD_BYTES + MAX_LINE_BYTES:
+            raise ValueError("a block must be larger than the look-ahead and one long line")
+        self._needles = tuple(needles)
+        self._matcher = matcher or build_matcher(self._needles)
+        self._block = block_bytes
+        self._buffer = bytearray(block_bytes + LOOKAHEAD_BYTES + MAX_LINE_BYTES)
+
+    def scan(self, stream: BinaryIO, on_long_line: Callable[[int], None] | None = None) -> Iterator[Hit]:
+        buffer = self._buffer
+        view = memoryview(buffer)
+        carry = 0
+        base_line = 1
+        reported_long = False
+        while True:
+            got = _fill(stream, view, carry, self._block)
+            end = carry + got
+            at_eof = got < self._block
+            split = end if at_eof else _split_point(buffer, end)
+            if on_long_line and not reported_long and split == end - LOOKAHEAD_BYTES:
+                reported_long = True
+                on_long_line(base_line + buffer.count(b"\n", 0, split))
+            yield from _hits_in_block(buffer, view[:end], split, base_line, self._matcher, self._needles)
+            if at_eof:
+                return
+            base_line += buffer.count(b"\n", 0, split)
+            carry = end - split
+            buffer[:carry] = bytes(view[split:end])
+
+
+def _fill(stream: BinaryIO, view: memoryview, offset: int, size: int) -> int:
+    """Read up to size bytes at offset; short only at end of stream."""
+    total = 0
+    while total < size:
+        got = stream.readinto(view[offset + total : offset + size])
+        if not got:
+            break
+        total += got
+    return total
+
+
+def _split_point(buffer: bytearray, end: int) -> int:
+    """Where this block's reporting stops: after the last newline that leaves a look-ahead.
+
+    When the last line before the look-ahead is longer than MAX_LINE_BYTES the block splits
+    inside it, so a log of one endless line still streams in bounded memory.
+    """
+    limit = end - LOOKAHEAD_BYTES
+    newline = buffer.rfind(b"\n", max(0, limit - MAX_LINE_BYTES), limit)
+    return newline + 1 if newline >= 0 else limit
+
+
+def _hits_in_block(
+    buffer: bytearray,
+    data: memoryview,
+    split: int,
+    base_line: int,
+    matcher: Matcher,
+    needles: Sequence[Needle],
+) -> Iterator[Hit]:
+    end = len(data)
+    counted_to, line = 0, base_line
+    current: Hit | None = None
+    current_start = -1
+    for start, index in matcher.find(data):
+        if start >= split:
+            break
+        line_start = buffer.rfind(b"\n", 0, start) + 1
+        if line_start == current_start and current is not None:
+            current.needles.add(index)
+            continue
+        if current is not None:
+            yield current
+        line += buffer.count(b"\n", counted_to, line_start)
+        counted_to = line_start
+        line_end = buffer.find(b"\n", start, end)
+        line_end = end if line_end < 0 else line_end
+        text, truncated = _line_text(buffer, line_start, line_end, start)
+        after = _lines_after(buffer, line_end, end) if needles[index].context else []
+        current = Hit(line=line, text=text, needles={index}, after=after, truncated=truncated)
+        current_start = line_start
+    if current is not None:
+        yield current
+
+
+def _line_text(buffer: bytearray, start: int, end: int, match: int) -> tuple[str, bool]:
+    truncated = end - start > MAX_LINE_BYTES
+    if truncated:
+        start = max(start, match - MAX_LINE_BYTES // 2)
+        end = min(end, start + MAX_LINE_BYTES)
+    return _decode(buffer[start:end]), truncated
+
+
+def _lines_after(buffer: bytearray, line_end: int, end: int) -> list[str]:
+    region = buffer[line_end + 1 : min(end, line_end + 1 + LOOKAHEAD_BYTES)]
+    lines = region.split(b"\n", MAX_CONTEXT_LINES)[:MAX_CONTEXT_LINES]
+    return [_decode(part[:MAX_LINE_BYTES]) for part in lines]
+
+
+def _decode(raw: bytes | bytearray) -> str:
+    return raw.decode("utf-8", "replace").rstrip("\r")

@@ -1,0 +1,257 @@
+"""JSON files of a bundle: Kubernetes objects, Ray dashboard answers, Prometheus, step timings.
+
+Kubernetes and Ray report failures as strings (an event's reason and message, a container's
+waiting reason, a job's message with its last log lines); those strings go through the same
+line patterns as the logs, quoted at their line in the JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from diagnosers.evidence import BundleMeta, Evidence, Series, StepRecord
+from diagnosers.findings import Quote
+from diagnosers.parsers.logs import LogParser
+
+
+class BadInput(ValueError):
+    """A file of the bundle that cannot be read as what its name says it is."""
+
+
+class JsonLocator:
+    """Finds the line of a JSON file where a string value is written, to quote it verbatim."""
+
+    def __init__(self, raw: str) -> None:
+        self._raw = raw
+        self._cursor = 0
+        self._cursor_line = 1
+
+    def locate(self, value: str) -> tuple[int, str]:
+        needle = json.dumps(value)[1:-1]
+        position = self._raw.find(needle, self._cursor)
+        if position < 0:
+            position = self._raw.find(needle)
+            if position < 0:
+                return 1, value
+            self._cursor, self._cursor_line = 0, 1
+        self._cursor_line += self._raw.count("\n", self._cursor, position)
+        self._cursor = position
+        start = self._raw.rfind("\n", 0, position) + 1
+        end = self._raw.find("\n", position)
+        return self._cursor_line, self._raw[start : end if end >= 0 else len(self._raw)].strip()
+
+
+def load_json(raw: bytes, source: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput(f"not JSON ({_first_line(error)})") from None
+    except RecursionError:
+        raise BadInput("JSON nested too deeply") from None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0][:120]
+
+
+def _items(document: Any, source: str) -> list[Any]:
+    """A Kubernetes List's items, or a bare JSON list."""
+    if isinstance(document, dict) and isinstance(document.get("items"), list):
+        return document["items"]
+    if isinstance(document, list):
+        return document
+    raise BadInput(f"expected a list or an object with 'items' in {source}")
+
+
+def _text_signals(
+    evidence: Evidence, parser: LogParser, locator: JsonLocator, source: str, label: str, text: str
+) -> None:
+    """Run the line patterns over one string field (each of its lines), quoting the JSON line."""
+    for part in text.splitlines() or [text]:
+        if not part.strip():
+            continue
+        line, quoted = locator.locate(part)
+        for signal in parser.parse_text(source, line, f"{label} {part}".strip()):
+            evidence.add_signals([type(signal)(signal.kind, Quote(source, line, quoted), signal.attrs)])
+
+
+def read_events(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    locator = JsonLocator(raw.decode("utf-8", "replace"))
+    for event in _items(load_json(raw, source), source):
+        if not isinstance(event, dict):
+            continue
+        reason = str(event.get("reason") or "")
+        message = str(event.get("message") or event.get("note") or "")
+        _text_signals(evidence, parser, locator, source, reason, message or reason)
+
+
+def read_pods(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    locator = JsonLocator(raw.decode("utf-8", "replace"))
+    for pod in _items(load_json(raw, source), source):
+        if not isinstance(pod, dict):
+            continue
+        node = _dig(pod, "spec", "nodeName")
+        if node:
+            evidence.nodes.add(str(node))
+        for reason, message in _pod_reasons(pod):
+            _text_signals(evidence, parser, locator, source, reason, message or reason)
+
+
+def _pod_reasons(pod: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    status = pod.get("status") or {}
+    if status.get("reason"):
+        yield str(status["reason"]), str(status.get("message") or "")
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("status") == "False" and condition.get("message"):
+            yield str(condition.get("reason") or ""), str(condition["message"])
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for container in status.get(key) or []:
+            if not isinstance(container, dict):
+                continue
+            for state_key in ("state", "lastState"):
+                for state in (container.get(state_key) or {}).values():
+                    if isinstance(state, dict) and state.get("reason"):
+                        yield str(state["reason"]), str(state.get("message") or "")
+
+
+def _dig(document: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
+def read_custom_resource(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    """A RayJob or RayCluster: its status words and message."""
+    document = load_json(raw, source)
+    status = _dig(document, "status")
+    if not isinstance(status, dict):
+        return
+    job_status = status.get("jobStatus")
+    if job_status and not evidence.meta.status:
+        evidence.meta.status = str(job_status)
+    locator = JsonLocator(raw.decode("utf-8", "replace"))
+    for key in ("message", "reason"):
+        if status.get(key):
+            _text_signals(evidence, parser, locator, source, "", str(status[key]))
+
+
+def read_ray_jobs(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    """Ray dashboard GET /api/jobs/: a job's message carries the tail of its driver log."""
+    document = load_json(raw, source)
+    jobs = document if isinstance(document, list) else [document]
+    locator = JsonLocator(raw.decode("utf-8", "replace"))
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        if job.get("status") and not evidence.meta.status:
+            evidence.meta.status = str(job["status"])
+        if job.get("message"):
+            _text_signals(evidence, parser, locator, source, "", str(job["message"]))
+
+
+def read_meta(raw: bytes, source: str) -> tuple[BundleMeta, dict[str, str]]:
+    document = load_json(raw, source)
+    if not isinstance(document, dict):
+        raise BadInput("expected a JSON object")
+    meta = BundleMeta(
+        job=str(document.get("job") or document.get("name") or ""),
+        namespace=str(document.get("namespace") or ""),
+        backend=str(document.get("backend") or ""),
+        status=str(document.get("status") or ""),
+        world_size=_int_or_none(document.get("world_size")),
+        gpus_per_worker=_int_or_none(document.get("gpus_per_worker")),
+        start=str(document.get("start") or ""),
+        end=str(document.get("end") or ""),
+    )
+    sources = document.get("sources")
+    statuses = {str(key): str(value) for key, value in sources.items()} if isinstance(sources, dict) else {}
+    return meta, statuses
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_prometheus(evidence: Evidence, raw: bytes, source: str, default_metric: str) -> None:
+    """One query_range (matrix) or query (vector) response."""
+    document = load_json(raw, source)
+    if not isinstance(document, dict) or document.get("status", "success") != "success":
+        error = document.get("error") if isinstance(document, dict) else None
+        raise BadInput(f"Prometheus answered an error: {error}" if error else "not a Prometheus API response")
+    data = document.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        raise BadInput("no data.result in the Prometheus response")
+    result_type = data.get("resultType")
+    if result_type not in ("matrix", "vector"):
+        raise BadInput(f"unsupported Prometheus resultType {result_type!r} (expected matrix or vector)")
+    lines = _series_lines(raw, len(data["result"]))
+    for index, item in enumerate(data["result"]):
+        if not isinstance(item, dict):
+            continue
+        labels = {str(key): str(value) for key, value in (item.get("metric") or {}).items()}
+        samples = item.get("values") if result_type == "matrix" else [item.get("value")]
+        values = [value for value in (_sample(sample) for sample in samples or []) if value is not None]
+        metric = labels.get("__name__") or default_metric
+        evidence.series[metric].append(Series(metric, labels, values, source, lines[index]))
+
+
+def _sample(sample: Any) -> float | None:
+    try:
+        value = float(sample[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _series_lines(raw: bytes, count: int) -> list[int]:
+    """Line of each series' "metric" key, so evidence points into the file."""
+    lines, position, line = [], 0, 1
+    for _ in range(count):
+        found = raw.find(b'"metric"', position)
+        if found < 0:
+            lines.append(line)
+            continue
+        line += raw.count(b"\n", position, found)
+        lines.append(line)
+        position = found + 1
+    return lines
+
+
+STEP_FIELDS = ("rank", "step", "step_s")
+
+
+def read_steps(evidence: Evidence, raw: bytes, source: str) -> int:
+    """Step-phase JSONL; returns the number of lines that were not step records."""
+    bad = 0
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            rank, step, step_s = (record[key] for key in STEP_FIELDS)
+            data_s = float(record.get("data_s") or 0.0)
+            comm_s = float(record.get("comm_s") or 0.0)
+            samples = record.get("samples")
+            if not all(math.isfinite(value) and value >= 0 for value in (float(step_s), data_s, comm_s)):
+                raise ValueError("negative or non-finite timing")
+            evidence.steps[int(rank)].append(
+                StepRecord(
+                    step=int(step),
+                    step_s=float(step_s),
+                    data_s=data_s,
+                    comm_s=comm_s,
+                    samples=float(samples) if samples is not None else None,
+                    quote=Quote(source, number, line.decode("utf-8", "replace")),
+                )
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            bad += 1
+    return bad

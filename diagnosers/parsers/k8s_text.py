@@ -1,0 +1,81 @@
+"""Kubernetes pod and event states as people paste them, and as the JSON parsers restate them.
+
+`kubectl describe pod` prints `Reason:  OOMKilled` under Last State and an Events table;
+`kubectl get events` prints `LAST SEEN TYPE REASON OBJECT MESSAGE` rows; `kubectl get pods`
+prints a STATUS column. The same patterns read the `reason`/`message` strings of events.json
+and pods.json, so both forms give the same signals.
+"""
+
+from __future__ import annotations
+
+from diagnosers.parsers.signals import pattern
+
+UNSCHEDULABLE = "k8s.unschedulable"
+IMAGE_PULL = "k8s.image-pull"
+OOM_KILLED = "k8s.oom-killed"
+EVICTED = "k8s.evicted"
+CRASH_LOOP = "k8s.crash-loop"
+
+PATTERNS = (
+    pattern(
+        UNSCHEDULABLE,
+        [
+            "FailedScheduling",
+            "nodes are available",
+            "didn't trigger scale-up",
+            "NotTriggerScaleUp",
+            "exceeded quota",
+        ],
+        r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
+        r"|NotTriggerScaleUp\b.*|exceeded quota:.*)",
+        [
+            "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
+            "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
+            'Error creating: pods "w-1" is forbidden: exceeded quota: gpu-quota, requested: '
+            "requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8",
+        ],
+    ),
+    pattern(
+        IMAGE_PULL,
+        [
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "Back-off pulling image",
+            "Failed to pull image",
+            "InvalidImageName",
+            "ErrImageNeverPull",
+        ],
+        r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
+        r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
+        r"|\b(?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull)\b.*)",
+        [
+            '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
+            "NotFound desc = failed to pull and unpack image",
+            "raycluster-gpu-head-9x7kq   0/1     ImagePullBackOff   0          5m",
+        ],
+    ),
+    pattern(
+        OOM_KILLED,
+        ["OOMKilled", "OOMKilling", "low on resource: memory"],
+        r"(?P<what>\bOOMKill(?:ed|ing)\b.*|The node was low on resource: memory.*)",
+        [
+            "      Reason:       OOMKilled",
+            "5m   Warning   OOMKilling   node/gpu-node-3   Memory cgroup out of memory: Killed process 311",
+        ],
+    ),
+    pattern(
+        EVICTED,
+        ["Evicted"],
+        r"(?P<what>\bEvicted\b.*)",
+        ["Reason:       Evicted", "ray-worker-abc   0/1     Evicted   0          1h"],
+    ),
+    pattern(
+        CRASH_LOOP,
+        ["CrashLoopBackOff", "Back-off restarting failed container"],
+        r"(?P<what>\bCrashLoopBackOff\b.*|Back-off restarting failed container.*)",
+        [
+            "      Reason:       CrashLoopBackOff",
+            "Warning  BackOff  1m (x20 over 6m)  kubelet  Back-off restarting failed container ray-worker in pod w-0",
+        ],
+    ),
+)

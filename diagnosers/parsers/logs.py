@@ -1,0 +1,87 @@
+"""Turn a text log into signals and Python exceptions with one streaming pass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from diagnosers.findings import Quote
+from diagnosers.logscan import LogScanner, Needle
+from diagnosers.parsers import cuda, k8s_text, kernel, mlflow_log, nccl, ray_log, torch_dist
+from diagnosers.parsers.signals import LinePattern, Signal, common_attrs
+from diagnosers.parsers.tracebacks import HEADER, PythonException, parse_traceback
+
+LINE_PATTERNS: tuple[LinePattern, ...] = (
+    *nccl.PATTERNS,
+    *torch_dist.PATTERNS,
+    *cuda.PATTERNS,
+    *ray_log.PATTERNS,
+    *kernel.PATTERNS,
+    *k8s_text.PATTERNS,
+    *mlflow_log.PATTERNS,
+)
+
+
+@dataclass(slots=True)
+class ParsedLog:
+    signals: list[Signal] = field(default_factory=list)
+    exceptions: list[PythonException] = field(default_factory=list)
+
+
+class LogParser:
+    """All line patterns behind one set of needles; build once, parse many logs."""
+
+    def __init__(self, patterns: tuple[LinePattern, ...] = LINE_PATTERNS) -> None:
+        self._patterns = patterns
+        needle_index: dict[tuple[str, bool], int] = {}
+        self._owners: list[list[int]] = []
+        for pattern_index, line_pattern in enumerate(patterns):
+            for literal in line_pattern.needles:
+                key = (literal, line_pattern.caseless)
+                if key not in needle_index:
+                    needle_index[key] = len(self._owners)
+                    self._owners.append([])
+                owners = self._owners[needle_index[key]]
+                if pattern_index not in owners:
+                    owners.append(pattern_index)
+        needles = [Needle(literal.encode(), caseless) for literal, caseless in needle_index]
+        self._traceback_needle = len(needles)
+        needles.append(Needle(HEADER.encode(), context=True))
+        self._owners.append([])
+        self._scanner = LogScanner(needles)
+
+    def parse(self, source: str, stream: BinaryIO, on_long_line: Callable[[int], None] | None = None) -> ParsedLog:
+        parsed = ParsedLog()
+        for hit in self._scanner.scan(stream, on_long_line):
+            if self._traceback_needle in hit.needles:
+                exception = parse_traceback(source, hit.line, hit.text, hit.after)
+                if exception is not None:
+                    parsed.exceptions.append(exception)
+            candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
+            parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
+        return parsed
+
+    def parse_text(self, source: str, line: int, text: str) -> list[Signal]:
+        """Signals in one line that did not come from a log file (a JSON string field)."""
+        lowered = text.lower()
+        candidates = [
+            index
+            for index, line_pattern in enumerate(self._patterns)
+            if any(
+                (needle.lower() in lowered) if line_pattern.caseless else (needle in text)
+                for needle in line_pattern.needles
+            )
+        ]
+        return list(self._match(source, line, text, candidates))
+
+    def _match(self, source: str, line: int, text: str, candidates: list[int]) -> Iterator[Signal]:
+        shared: dict[str, str] | None = None
+        for index in candidates:
+            line_pattern = self._patterns[index]
+            attrs = line_pattern.match(text)
+            if attrs is None:
+                continue
+            if shared is None:
+                shared = common_attrs(text)
+            yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})

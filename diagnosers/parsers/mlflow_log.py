@@ -1,0 +1,32 @@
+"""MLflow client errors: the tracking server refused, timed out, or answered 5xx.
+
+MLflow's REST client says `API request to <url> failed with exception ...` when it cannot
+connect and `API request to endpoint <path> failed with error code 503 != 200` when the server
+answers with an error. A 4xx such as RESOURCE_DOES_NOT_EXIST is a request problem, not an
+unreachable server, and is left out on purpose.
+"""
+
+from __future__ import annotations
+
+from diagnosers.parsers.signals import pattern
+
+SERVER_UNREACHABLE = "mlflow.unreachable"
+
+PATTERNS = (
+    pattern(
+        SERVER_UNREACHABLE,
+        ["API request to", "mlflow", "MLflow", "MLFLOW"],
+        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|error code 5\d\d).*"
+        r"|(?:mlflow|MLflow|MLFLOW)\S*.*?(?:Max retries exceeded|Connection refused|Failed to establish a new "
+        r"connection|Name or service not known|Read timed out|Temporary failure in name resolution"
+        r"|TEMPORARILY_UNAVAILABLE|error code 5\d\d).*)",
+        [
+            "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create "
+            "failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded with url: "
+            "/api/2.0/mlflow/runs/create (Caused by NewConnectionError('Failed to establish a new connection: "
+            "[Errno 111] Connection refused'))",
+            "mlflow.exceptions.MlflowException: API request to endpoint /api/2.0/mlflow/runs/log-batch failed "
+            "with error code 503 != 200. Response body: 'upstream connect error'",
+        ],
+    ),
+)

@@ -1,0 +1,113 @@
+"""NCCL_DEBUG=INFO/WARN output, as NCCL 2.x prints it.
+
+Lines look like `host:pid:tid [dev] NCCL INFO ...`, often behind a Ray prefix
+`(RayTrainWorker pid=..., ip=...)`. The transport lines say how each channel moves data:
+`via P2P/IPC`, `via SHM/direct/direct`, `via NET/IB/0/GDRDMA`, `via NET/Socket/1`.
+"""
+
+from __future__ import annotations
+
+from diagnosers.parsers.signals import pattern
+
+VERSION = "nccl.version"
+NETWORK = "nccl.network"
+CHANNEL = "nccl.channel"
+ENV_DISABLED = "nccl.env-disabled"
+IB_DEVICE = "nccl.ib-device"
+INIT_COMPLETE = "nccl.init-complete"
+NETWORK_WARN = "nccl.network-warn"
+SYSTEM_ERROR = "nccl.system-error"
+DUPLICATE_GPU = "nccl.duplicate-gpu"
+
+PATTERNS = (
+    pattern(
+        VERSION,
+        ["NCCL version"],
+        r"NCCL INFO NCCL version (?P<version>[\w.+-]+)",
+        ["node-1:4242:4242 [0] NCCL INFO NCCL version 2.21.5+cuda12.4"],
+    ),
+    pattern(
+        NETWORK,
+        ["Using network"],
+        r"NCCL INFO Using network (?P<network>[\w ./-]+?)\s*$",
+        [
+            "gpu-a:1:1 [0] NCCL INFO Using network Socket",
+            "(RayTrainWorker pid=77, ip=10.0.0.3) gpu-b:9:9 [1] NCCL INFO Using network AWS Libfabric",
+        ],
+    ),
+    pattern(
+        CHANNEL,
+        [" via "],
+        r"NCCL INFO Channel \d+(?:/\d+)?\s*:\s*(?P<src>\d+)\[[\dA-Fa-fx]+\]\s*->\s*(?P<dst>\d+)\[[\dA-Fa-fx]+\]"
+        r"(?:\s*\[(?:send|receive)\])?\s+via\s+(?P<transport>\S+)",
+        [
+            "h1:22:30 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+            "h1:22:30 [3] NCCL INFO Channel 01 : 3[3d000] -> 4[3e000] via SHM/direct/direct",
+            "h2:7:9 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+            "h2:7:9 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/Socket/0",
+        ],
+    ),
+    pattern(
+        ENV_DISABLED,
+        ["_DISABLE set by environment"],
+        r"NCCL_(?P<feature>P2P|SHM|IB|NET_GDR|NVLS|CUMEM)_DISABLE set by environment to (?P<value>[1-9]|true|yes)\b",
+        ["h1:22:30 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1"],
+        caseless=True,
+    ),
+    pattern(
+        IB_DEVICE,
+        ["NET/IB : Using", "NET/OFI Selected", "NET/OFI Selected provider"],
+        r"NET/IB : Using \[\d+\](?P<device>\S+)|NET/OFI Selected [Pp]rovider is (?P<provider>\w+)",
+        [
+            "h1:22:30 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.5<0>",
+            "h3:5:5 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)",
+        ],
+    ),
+    pattern(
+        INIT_COMPLETE,
+        ["Init COMPLETE"],
+        r"rank (?P<rank>\d+) nranks (?P<nranks>\d+).*Init COMPLETE",
+        ["h1:22:30 [0] NCCL INFO comm 0x5581 rank 0 nranks 16 cudaDev 0 busId 1a000 - Init COMPLETE"],
+    ),
+    pattern(
+        NETWORK_WARN,
+        [
+            "NCCL WARN",
+            "remote process exited or there was a network error",
+            "ncclRemoteError",
+            "Connection closed by peer",
+            "Connection reset by peer",
+        ],
+        r"NCCL WARN .*(?P<what>Connection closed|Connection reset|Connection refused|connect to|socketProgress|"
+        r"socketPoll|Socket Timeout|Net : |NET/\w+ : .*(?:error|failed|closed|timeout)|ibv_\w+|IBV_WC_\w+|"
+        r"Got completion from peer|transport retry counter exceeded|fi_\w+|No route to host|"
+        r"[Nn]etwork is unreachable|[Nn]o socket interface found|[Nn]o interface found|Message truncated)|"
+        r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
+        r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)",
+        [
+            "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
+            "h2:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h3<4000>",
+            "h2:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.1.0.2<1> "
+            "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.1.0.1",
+            "h4:9:9 [0] NCCL WARN Bootstrap : no socket interface found",
+            "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+            "[10.0.0.3]:62110",
+        ],
+    ),
+    pattern(
+        SYSTEM_ERROR,
+        ["unhandled system error", "ncclSystemError"],
+        r"unhandled system error|ncclSystemError",
+        [
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system "
+            "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
+        ],
+    ),
+    pattern(
+        DUPLICATE_GPU,
+        ["Duplicate GPU detected"],
+        r"Duplicate GPU detected : rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA device",
+        ["h1:1:1 [0] init.cc:729 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000"],
+    ),
+)

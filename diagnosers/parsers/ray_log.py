@@ -1,0 +1,133 @@
+"""Ray's own messages: the memory monitor, dead actors and workers, jobs, demands, the dashboard."""
+
+from __future__ import annotations
+
+from diagnosers.parsers.signals import pattern
+
+MEMORY_MONITOR_KILL = "ray.memory-monitor-kill"
+ACTOR_DIED = "ray.actor-died"
+NODE_DIED = "ray.node-died"
+JOB_FAILED = "ray.job-failed"
+RESOURCE_DEMAND = "ray.resource-demand"
+INFEASIBLE_DEMAND = "ray.infeasible-demand"
+DASHBOARD_UNREACHABLE = "ray.dashboard-unreachable"
+
+_DEMAND = r"(?P<demand>\{[^{}]*\})"
+
+PATTERNS = (
+    pattern(
+        MEMORY_MONITOR_KILL,
+        [
+            "running low on memory",
+            "exceeds the memory usage threshold",
+            "killed due to memory pressure",
+            "ray.exceptions.OutOfMemoryError",
+        ],
+        r"(?P<what>Task was killed due to the node running low on memory"
+        r"|which exceeds the memory usage threshold of [\d.]+"
+        r"|\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)"
+        r"|ray\.exceptions\.OutOfMemoryError)"
+        r"(?:.*?Memory on the node \(IP: (?P<ip>[\d.]+))?",
+        [
+            "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+            "Memory on the node (IP: 10.0.0.5, ID: 7f3) where the task (task ID: 2b, name=train, pid=311, memory "
+            "used=28.1GB) was running was 30.11GB / 31.35GB (0.960481), which exceeds the memory usage threshold "
+            "of 0.95.",
+            "(raylet) [2024-05-01 10:00:00,000 E 1 1] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
+            "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 3fa, IP: "
+            "10.0.0.5) over the last time period.",
+        ],
+    ),
+    pattern(
+        ACTOR_DIED,
+        [
+            "ActorDiedError",
+            "RayActorError",
+            "WorkerCrashedError",
+            "actor died",
+            "worker died or was killed",
+            "Worker exit type: SYSTEM_ERROR",
+            "worker process has died",
+            "Workers crashed due to other reasons",
+            "TrainingFailedError",
+        ],
+        r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError)\b"
+        r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
+        r"|Worker exit type: SYSTEM_ERROR|worker process has died"
+        r"|\b[1-9]\d* Workers crashed due to other reasons|TrainingFailedError)",
+        [
+            "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
+            "troubleshoot the problem, check the logs for the dead worker.",
+            "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "
+            "exits with a connection error code 2.",
+            "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed.",
+        ],
+    ),
+    pattern(
+        NODE_DIED,
+        ["node has died", "NodeDiedError", "has been marked dead"],
+        r"(?P<what>node has died|NodeDiedError|has been marked dead because the detector has missed too many "
+        r"heartbeats)",
+        [
+            "The actor died because its node has died. Node Id: 8e2b",
+            "The node with node id: 3f and address: 10.0.0.9 and node name: 10.0.0.9 has been marked dead "
+            "because the detector has missed too many heartbeats from it.",
+        ],
+    ),
+    pattern(
+        JOB_FAILED,
+        [" failed", "status=FAILED", "FAILED"],
+        r"Job '?(?P<job>[\w-]+)'? failed\b|--- Job \S+ failed ---|Job (?:status|state)[:=]? ?FAILED",
+        [
+            "Job 'raysubmit_V3pgxPzLr1d8vXJc' failed",
+            "--------------------------------------------- Job raysubmit_abc failed ---",
+        ],
+    ),
+    pattern(
+        RESOURCE_DEMAND,
+        ["pending tasks", "pending actors", "pending placement groups"],
+        _DEMAND + r"(?:\s*\*\s*\d+)?(?:\s*\(\w+\))?: (?P<count>\d+)\+? pending (?:tasks|actors|placement groups)",
+        [
+            " {'GPU': 1.0, 'CPU': 1.0}: 4+ pending tasks/actors",
+            " {'CPU': 1.0, 'GPU': 8.0} * 1 (PACK): 1+ pending placement groups",
+        ],
+    ),
+    pattern(
+        INFEASIBLE_DEMAND,
+        ["cannot be scheduled right now", "No available node types can fulfill", "Infeasible"],
+        r"(?:resource request cannot be scheduled right now: |No available node types can fulfill resource "
+        r"requests? |Infeasible\w*:?.*?)" + _DEMAND,
+        [
+            "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
+            "This is likely due to all cluster resources being claimed by actors.",
+            "Error: No available node types can fulfill resource request {'GPU': 4.0}. Add suitable node types "
+            "to this cluster to resolve this issue.",
+        ],
+    ),
+    pattern(
+        DASHBOARD_UNREACHABLE,
+        [
+            "Failed to connect to Ray at address",
+            "Failed to connect to the dashboard",
+            "Failed to connect to dashboard",
+            "Failed to start the dashboard",
+            "dashboard",
+            ":8265",
+            "port=8265",
+        ],
+        r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
+        r"|Failed to start the dashboard|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
+        r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard"
+        r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
+        r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host))",
+        [
+            "ConnectionError: Failed to connect to Ray at address: http://127.0.0.1:8265.",
+            "requests.exceptions.ConnectionError: HTTPConnectionPool(host='raycluster-head-svc', port=8265): "
+            "Max retries exceeded with url: /api/jobs/ (Caused by NewConnectionError('Failed to establish a new "
+            "connection: [Errno 111] Connection refused'))",
+            'ERROR rayjob_controller.go:292 Failed to get job info {"error": "Get \\"http://rayjob-head-svc.'
+            'ns.svc.cluster.local:8265/api/jobs/x\\": dial tcp 10.96.0.12:8265: connect: connection refused"}',
+        ],
+    ),
+)

@@ -1,0 +1,68 @@
+"""Signals: what a parser recognised in one line of input, with the line quoted.
+
+A LinePattern names a kind of signal, the literals that any matching line contains (so the
+log scanner can skip every other line at memory speed) and the regex that confirms it; named
+groups become the signal's attributes. Each pattern carries example lines, which the unit
+tests feed through the scanner and the regex, so a needle can never drift from its regex.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from diagnosers.findings import Quote
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    kind: str
+    quote: Quote
+    attrs: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, name: str, default: str = "") -> str:
+        return self.attrs.get(name, default)
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    kind: str
+    needles: tuple[str, ...]
+    regex: re.Pattern[str]
+    examples: tuple[str, ...]
+    caseless: bool = False
+
+    def match(self, text: str) -> dict[str, str] | None:
+        found = self.regex.search(text)
+        if found is None:
+            return None
+        return {name: value for name, value in found.groupdict().items() if value is not None}
+
+
+def pattern(
+    kind: str,
+    needles: Sequence[str],
+    regex: str,
+    examples: Sequence[str],
+    caseless: bool = False,
+) -> LinePattern:
+    flags = re.IGNORECASE if caseless else 0
+    return LinePattern(kind, tuple(needles), re.compile(regex, flags), tuple(examples), caseless)
+
+
+# Attributes most signals share, read from the line whatever the format's own groups are.
+_RANK = re.compile(r"\[(?:[Rr]ank ?|RANK )(\d+)\]|\brank[ =:]?(\d+)\b")
+_HOST_NCCL_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]")
+_RAY_IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})")
+
+
+def common_attrs(text: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    rank = _RANK.search(text)
+    if rank:
+        attrs["rank"] = rank.group(1) or rank.group(2)
+    host = _HOST_NCCL_PREFIX.search(text) or _RAY_IP.search(text)
+    if host:
+        attrs["host"] = host.group(1)
+    return attrs

@@ -1,0 +1,95 @@
+"""PyTorch distributed: ProcessGroupNCCL watchdog, c10d store and rendezvous errors.
+
+The watchdog line changed over releases: 1.x prints `[E ProcessGroupNCCL.cpp:587] [Rank 3]
+Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000)`;
+2.x adds `[rank3]:` and SeqNum/NumelIn; older builds print `Caught collective operation
+timeout` without the word Watchdog. Numbers are optional groups so every form matches.
+"""
+
+from __future__ import annotations
+
+from diagnosers.parsers.signals import pattern
+
+COLLECTIVE_TIMEOUT = "torch.collective-timeout"
+WATCHDOG_HANG = "torch.watchdog-hang"
+RENDEZVOUS_FAILED = "torch.rendezvous-failed"
+ENV_NOT_SET = "torch.env-not-set"
+INVALID_RANK = "torch.invalid-rank"
+
+PATTERNS = (
+    pattern(
+        COLLECTIVE_TIMEOUT,
+        ["collective operation timeout", "Timed out waiting", "before timing out"],
+        r"[Cc]aught collective operation timeout:?\s*(?:WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?"
+        r"(?:OpType=(?P<op>\w+))?(?:[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+))?)?"
+        r"|(?:Work\w+|operation)\b.*ran for (?P<ran_ms>\d+) milliseconds before timing out"
+        r"|Timed out waiting (?P<wait_ms>\d+)ms for (?P<gloo_op>send|recv) operation to complete",
+        [
+            "[E ProcessGroupNCCL.cpp:587] [Rank 3] Watchdog caught collective operation timeout: "
+            "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806405 milliseconds before timing out.",
+            "[rank7]:[E1122 10:42:17.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+            "Timeout(ms)=600000) ran for 600043 milliseconds before timing out.",
+            "[E ProcessGroupNCCL.cpp:414] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, "
+            "Timeout(ms)=1800000) ran for 1800034 milliseconds before timing out.",
+            "RuntimeError: [/opt/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv "
+            "operation to complete",
+        ],
+    ),
+    pattern(
+        WATCHDOG_HANG,
+        ["watchdog got stuck", "Heartbeat monitor timed out", "watchdog thread seems stuck"],
+        r"watchdog got stuck for (?P<stuck_s>\d+) seconds|Heartbeat monitor timed out|watchdog thread seems stuck",
+        [
+            "[rank0]:[E1013 04:11:52 ProcessGroupNCCL.cpp:1295] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+            "Heartbeat monitor timed out! Process will be terminated after dumping debug info.",
+            "[rank2]:[F ProcessGroupNCCL.cpp:1224] [Rank 2] [PG 0 Rank 2] ProcessGroupNCCL's watchdog got stuck "
+            "for 480 seconds without making progress in monitoring enqueued collectives.",
+        ],
+    ),
+    pattern(
+        RENDEZVOUS_FAILED,
+        [
+            "Rendezvous",
+            "rendezvous",
+            "DistStoreError",
+            "clients joined",
+            "while trying to connect to",
+            "failed to listen on",
+            "DistNetworkError",
+        ],
+        r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
+        r"|Error initializing torch\.distributed using \S+ rendezvous.*"
+        r"|[Rr]endezvous\b.*\b(?:fail\w*|timed out|error)\b.*"
+        r"|Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined.*"
+        r"|socket has timed out after \d+ms while trying to connect to.*"
+        r"|failed to listen on any local network address.*"
+        r"|DistNetworkError: .*)",
+        [
+            "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+            "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to "
+            "connect to (10.0.0.1, 29500).",
+            "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+            "MASTER_ADDR expected, but not set",
+        ],
+    ),
+    pattern(
+        ENV_NOT_SET,
+        ["expected, but not set"],
+        r"environment variable (?P<variable>\w+) expected, but not set",
+        [
+            "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK "
+            "expected, but not set"
+        ],
+    ),
+    pattern(
+        INVALID_RANK,
+        ["nvalid rank", "rank mismatch", "world_size mismatch", "world size mismatch", "Invalid rank"],
+        r"(?P<error>[Ii]nvalid rank\b.*|rank mismatch.*|world[_ ]size mismatch.*)",
+        [
+            "RuntimeError: Invalid rank 4, rank should be in the interval [0, 3]",
+            "h1:1:1 [0] NCCL WARN Invalid rank requested : 8/8",
+        ],
+    ),
+)

@@ -1,0 +1,71 @@
+"""Python tracebacks: the exception type, its message and the frames that led to it.
+
+Ray prefixes every line of a worker's output with `(RayTrainWorker pid=..., ip=...)` and torchrun
+with `[rank3]:`; the prefix of the `Traceback` line is stripped from the lines after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from diagnosers.findings import Quote
+
+HEADER = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
+_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(?P<message>.*))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class PythonException:
+    type: str
+    message: str
+    frames: tuple[Frame, ...]
+    quote: Quote
+
+    @property
+    def last_frame(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def short_type(self) -> str:
+        """`torch.OutOfMemoryError` -> `OutOfMemoryError`, `RayTaskError(ValueError)` -> `ValueError`."""
+        inner = re.search(r"\(([\w.]+)\)$", self.type)
+        return (inner.group(1) if inner else self.type).rsplit(".", 1)[-1]
+
+    def ran_through(self, word: str) -> bool:
+        return any(word in frame.function or word in frame.code for frame in self.frames)
+
+
+def parse_traceback(source: str, header_line: int, header_text: str, after: Sequence[str]) -> PythonException | None:
+    """Read the traceback whose header is at header_line; None when it is cut off before its exception."""
+    prefix = header_text[: header_text.find(HEADER)]
+    frames: list[Frame] = []
+    for offset, raw in enumerate(after, start=1):
+        text = raw[len(prefix) :] if prefix and raw.startswith(prefix) else raw
+        if not text.strip():
+            continue
+        frame = _FRAME.match(text)
+        if frame:
+            frames.append(Frame(frame["file"], int(frame["line"]), frame["func"], ""))
+            continue
+        if text[0].isspace():
+            if frames and not frames[-1].code:
+                last = frames[-1]
+                frames[-1] = Frame(last.file, last.line, last.function, text.strip())
+            continue
+        exception = _EXCEPTION.match(text.rstrip())
+        if exception is None:
+            return None
+        quote = Quote(source, header_line + offset, raw)
+        return PythonException(exception["type"], exception["message"] or "", tuple(frames), quote)
+    return None

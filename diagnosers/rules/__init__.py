@@ -1,0 +1,55 @@
+"""The rule registry: each rule module says what it detects and which finding ids it may emit.
+
+A rule is a plain function Evidence -> findings, after HTA's analyses; it reads only the
+Evidence and returns nothing when its inputs are missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import Finding
+from diagnosers.rules import (
+    bottleneck,
+    gpu_health,
+    memory,
+    nccl,
+    process_group,
+    scheduling,
+    services,
+    small_batch,
+    straggler,
+    workers,
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    emits: tuple[str, ...]
+    check: Callable[[Evidence], list[Finding]]
+    doc: str
+
+
+def _rule(module: ModuleType) -> Rule:
+    return Rule(module.__name__.rsplit(".", 1)[-1], module.EMITS, module.check, module.__doc__ or "")
+
+
+RULES: tuple[Rule, ...] = tuple(
+    _rule(module)
+    for module in (
+        nccl,
+        memory,
+        gpu_health,
+        scheduling,
+        process_group,
+        workers,
+        services,
+        bottleneck,
+        straggler,
+        small_batch,
+    )
+)

@@ -1,0 +1,184 @@
+"""Is a run compute-, comm- or IO-bound?
+
+Reads: step-phase timings (data_s and comm_s shares of step_s), which measure the answer
+directly, and GPU metrics (utilisation, SM activity, tensor and DRAM activity), which
+corroborate it or, without steps, decide it with less confidence. Emits nothing when
+neither is in the bundle: the engine then says the evidence is insufficient.
+"""
+
+from __future__ import annotations
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Quote, Severity
+from diagnosers.rules.common import finding
+from diagnosers.rules.measures import (
+    DRAM_ACTIVE,
+    SM_ACTIVE,
+    TENSOR_ACTIVE,
+    GpuReading,
+    StepPhases,
+    reading,
+    step_phases,
+    utilisation,
+)
+
+EMITS = (COMPUTE_BOUND, COMM_BOUND, IO_BOUND)
+
+# Step phases. The PyTorch profiler's TensorBoard plugin already recommends DataLoader tuning when
+# loading takes 5% of a step; we name a bottleneck only when a phase takes a quarter (data) or
+# 30% (collectives, which HTA's comm/compute overlap analysis counts as exposed when not hidden
+# behind compute) of the whole step, so the verdict names what dominates, not what could be tuned.
+DATA_SHARE_BOUND = 0.25
+COMM_SHARE_BOUND = 0.30
+
+# GPU activity. NVIDIA's DCGM profiling guidance: SM activity of 0.8 or more is needed for
+# effective use and below 0.5 likely indicates ineffective use. GPU_UTIL only says a kernel was
+# running (NCCL kernels count), so busy GPU_UTIL with low SM activity is the comm-bound shape.
+SM_ACTIVE_BUSY = 0.8
+SM_ACTIVE_LOW = 0.5
+UTIL_BUSY = 0.8
+UTIL_LOW = 0.5
+# Without SM activity: a GPU doing math keeps its tensor pipes or DRAM busy; a GPU that is
+# "utilised" while both stay near idle is spinning in communication or tiny kernels.
+TENSOR_ACTIVE_IDLE = 0.05
+DRAM_ACTIVE_IDLE = 0.10
+
+# Metrics that agree with the step timings add this much confidence.
+AGREEMENT_BONUS = 0.05
+
+
+def check(evidence: Evidence) -> list[Finding]:
+    phases = step_phases(evidence)
+    metric_view = _metric_verdict(evidence)
+    if phases is not None:
+        return _from_steps(phases, metric_view)
+    if metric_view is not None:
+        return [metric_view]
+    return []
+
+
+def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding]:
+    quotes = phases.representative()
+    shares = (
+        f"data {phases.data_share:.0%}, collectives {phases.comm_share:.0%}, compute {phases.compute_share:.0%} "
+        f"of {phases.mean_step_s * 1000:.0f} ms steps"
+    )
+    found: list[Finding] = []
+    if phases.data_share >= DATA_SHARE_BOUND:
+        found.append(
+            finding(
+                IO_BOUND,
+                Severity.WARNING,
+                min(0.9, 0.55 + phases.data_share),
+                "Input-bound: GPUs wait for data",
+                f"Waiting for the next batch takes {phases.data_share:.0%} of each step ({shares}). Raise "
+                "DataLoader num_workers and prefetch_factor, enable pin_memory, move decoding/augmentation "
+                "off the training loop, or stage data on local disk.",
+                quotes=quotes,
+            )
+        )
+    if phases.comm_share >= COMM_SHARE_BOUND:
+        found.append(
+            finding(
+                COMM_BOUND,
+                Severity.WARNING,
+                min(0.9, 0.55 + phases.comm_share),
+                "Communication-bound: collectives dominate",
+                f"Ranks spend {phases.comm_share:.0%} of each step blocked in collectives ({shares}). Check the "
+                "NCCL transport, overlap communication with backward (DDP buckets, FSDP prefetch), use fewer, "
+                "larger all-reduces, or a larger per-GPU batch.",
+                quotes=quotes,
+            )
+        )
+    if not found:
+        found.append(
+            finding(
+                COMPUTE_BOUND,
+                Severity.INFO,
+                0.5 + phases.compute_share * 0.4,
+                "Compute-bound: the GPUs are the bottleneck",
+                f"Step time is dominated by computation ({shares}). Speed-ups come from the model side: "
+                "mixed precision, fused kernels, torch.compile, or more GPUs.",
+                quotes=quotes,
+            )
+        )
+    if metric_view is not None:
+        for one in found:
+            if one.id == metric_view.id:
+                one.confidence = min(1.0, round(one.confidence + AGREEMENT_BONUS, 2))
+                one.evidence = [*one.evidence, *metric_view.evidence][: len(one.evidence) + 2]
+    return found
+
+
+def _metric_verdict(evidence: Evidence) -> Finding | None:
+    util = utilisation(evidence)
+    if util is None:
+        return None
+    sm = reading(evidence, SM_ACTIVE)
+    tensor = reading(evidence, TENSOR_ACTIVE)
+    dram = reading(evidence, DRAM_ACTIVE)
+    quotes = util.quote_extremes()
+    busy = f"GPUs busy {util.mean:.0%} of the time ({util.metric})"
+    if util.mean < UTIL_BUSY:
+        confidence = 0.65 if util.mean < UTIL_LOW else 0.5
+        return finding(
+            IO_BOUND,
+            Severity.WARNING,
+            confidence,
+            "GPUs idle: likely waiting for input",
+            f"{busy}: the rest of the time no kernel runs, which usually means the input pipeline or the "
+            "host cannot keep up. Add step timings (workloads' instrumentation) to confirm; raise DataLoader "
+            "workers and prefetching.",
+            quotes=quotes,
+        )
+    if sm is not None:
+        return _by_sm_activity(util, sm, busy, quotes)
+    return _by_pipes(util, tensor, dram, busy, quotes)
+
+
+def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Quote]) -> Finding:
+    quotes = [*quotes, *sm.quote_extremes()]
+    if sm.mean < SM_ACTIVE_LOW:
+        return finding(
+            COMM_BOUND,
+            Severity.WARNING,
+            0.7,
+            "Busy GPUs doing little math: likely communication-bound",
+            f"{busy}, but SM activity is only {sm.mean:.2f}: kernels run on few SMs, the signature of NCCL "
+            "collectives (or very small kernels). Check the NCCL transport and the per-GPU batch size.",
+            quotes=quotes,
+        )
+    confidence = 0.75 if sm.mean >= SM_ACTIVE_BUSY else 0.55
+    return finding(
+        COMPUTE_BOUND,
+        Severity.INFO,
+        confidence,
+        "Compute-bound: the GPUs are the bottleneck",
+        f"{busy} with SM activity {sm.mean:.2f}: the GPUs are doing the work. Speed-ups come from the model "
+        "side: mixed precision, fused kernels, torch.compile.",
+        quotes=quotes,
+    )
+
+
+def _by_pipes(
+    util: GpuReading, tensor: GpuReading | None, dram: GpuReading | None, busy: str, quotes: list[Quote]
+) -> Finding:
+    if tensor is not None and dram is not None and tensor.mean < TENSOR_ACTIVE_IDLE and dram.mean < DRAM_ACTIVE_IDLE:
+        return finding(
+            COMM_BOUND,
+            Severity.WARNING,
+            0.55,
+            "Busy GPUs doing little math: likely communication-bound",
+            f"{busy}, yet tensor pipes ({tensor.mean:.2f}) and DRAM ({dram.mean:.2f}) are nearly idle: the "
+            "running kernels are mostly NCCL collectives or tiny ops. Enable DCGM_FI_PROF_SM_ACTIVE to confirm.",
+            quotes=[*quotes, *tensor.quote_extremes(), *dram.quote_extremes()],
+        )
+    extra = [*(tensor.quote_extremes() if tensor else []), *(dram.quote_extremes() if dram else [])]
+    return finding(
+        COMPUTE_BOUND,
+        Severity.INFO,
+        0.6 if extra else 0.5,
+        "Compute-bound: the GPUs are the bottleneck",
+        f"{busy} and doing math. Speed-ups come from the model side: mixed precision, fused kernels, torch.compile.",
+        quotes=[*quotes, *extra],
+    )

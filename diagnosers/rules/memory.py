@@ -1,0 +1,79 @@
+"""Out of memory, on the GPU or on the host.
+
+Reads: CUDA OOM messages and the traceback that raised them (was it the backward pass?), the
+Kubernetes OOMKilled/OOMKilling reasons and memory evictions, Ray's memory monitor kills,
+the kernel OOM killer, and Python MemoryError.
+"""
+
+from __future__ import annotations
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
+from diagnosers.parsers import cuda, k8s_text, kernel, ray_log
+from diagnosers.parsers.tracebacks import PythonException
+from diagnosers.rules.common import finding, first_attr, where
+
+EMITS = (GPU_OOM, HOST_OOM)
+
+_HEAD_MARKERS = ("-head-", "head-", "-head", "ray-head", "node-type=head")
+
+
+def check(evidence: Evidence) -> list[Finding]:
+    return [found for found in (_gpu_oom(evidence), _host_oom(evidence)) if found is not None]
+
+
+def _gpu_oom(evidence: Evidence) -> Finding | None:
+    signals = evidence.of(cuda.OUT_OF_MEMORY)
+    if not signals:
+        return None
+    raising = [exception for exception in evidence.exceptions if _is_cuda_oom(exception)]
+    in_backward = any(exception.ran_through("backward") for exception in raising)
+    phase = " during the backward pass" if in_backward else ""
+    tried = first_attr(signals, "tried")
+    asked = f" while allocating {tried}" if tried else ""
+    advice = (
+        "Lower the per-GPU batch size (keep the global batch with gradient accumulation), enable activation "
+        "checkpointing or mixed precision, or shard the model (FSDP/ZeRO)."
+    )
+    fragmented = first_attr(signals, "reserved_unallocated")
+    if fragmented:
+        advice = (
+            f"{fragmented} was reserved but unallocated: try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+            f"first. {advice}"
+        )
+    detail = f"CUDA ran out of memory{asked}{phase}{where(signals)}. {advice}"
+    title = "GPU out of memory on backward" if in_backward else "GPU out of memory"
+    quotes = [exception.quote for exception in raising]
+    return finding(GPU_OOM, Severity.CRITICAL, 0.95, title, detail, signals=signals, quotes=quotes)
+
+
+def _is_cuda_oom(exception: PythonException) -> bool:
+    return ("OutOfMemoryError" in exception.type and "CUDA" in exception.message) or (
+        "CUDA" in exception.message and "out of memory" in exception.message
+    )
+
+
+def _host_oom(evidence: Evidence) -> Finding | None:
+    killed = evidence.of(k8s_text.OOM_KILLED, kernel.OOM_KILL)
+    ray_kills = evidence.of(ray_log.MEMORY_MONITOR_KILL)
+    memory_errors = [exception for exception in evidence.exceptions if exception.short_type == "MemoryError"]
+    signals = [*killed, *ray_kills]
+    if not signals and not memory_errors:
+        return None
+    on_head = any(marker in signal.quote.text for signal in signals for marker in _HEAD_MARKERS)
+    if ray_kills and not killed:
+        what = "Ray's memory monitor killed workers because the node ran low on memory"
+    elif killed:
+        what = "A container or process was killed for exceeding its memory limit (OOMKilled)"
+    else:
+        what = "Python raised MemoryError: the process could not get host memory"
+    where_text = " on the head node" if on_head else where(signals)
+    detail = (
+        f"{what}{where_text}. Raise the pod's memory limit (and request) for that group, cut per-worker "
+        "memory (fewer DataLoader workers, smaller prefetch, object store spilling), and keep work off the "
+        "head node (num-cpus: 0 in its rayStartParams)."
+    )
+    title = "Head node out of memory" if on_head else "Host out of memory"
+    confidence = 0.9 if signals else 0.7
+    quotes = [exception.quote for exception in memory_errors]
+    return finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, signals=signals, quotes=quotes)

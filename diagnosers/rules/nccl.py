@@ -1,0 +1,125 @@
+"""NCCL collectives: timeouts, broken connections, and slow transports.
+
+Reads: PyTorch watchdog and heartbeat lines, NCCL WARN lines, `ncclSystemError`/`ncclRemoteError`,
+and NCCL INFO init lines (`Using network`, `Channel ... via`, `NCCL_*_DISABLE set by environment`).
+A timeout on every rank but one usually points at that one rank; the detail says so.
+"""
+
+from __future__ import annotations
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT, NCCL_TIMEOUT, Finding, Severity
+from diagnosers.parsers import nccl, torch_dist
+from diagnosers.parsers.signals import Signal
+from diagnosers.rules.common import finding, first_attr, where
+
+EMITS = (NCCL_TIMEOUT, NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT)
+
+# Inter-node NCCL over TCP sockets reaches a few GB/s against 25-50 GB/s per IB/EFA NIC
+# (NCCL's own performance notes), so Socket across nodes is the slow path worth naming.
+SLOW_NETWORKS = ("Socket",)
+
+
+def check(evidence: Evidence) -> list[Finding]:
+    return [
+        found
+        for found in (_timeout(evidence), _network_error(evidence), _slow_transport(evidence))
+        if found is not None
+    ]
+
+
+def _timeout(evidence: Evidence) -> Finding | None:
+    timeouts = evidence.of(torch_dist.COLLECTIVE_TIMEOUT)
+    hangs = evidence.of(torch_dist.WATCHDOG_HANG)
+    if not timeouts and not hangs:
+        return None
+    signals = timeouts or hangs
+    operation = first_attr(timeouts, "op")
+    limit_ms = first_attr(timeouts, "timeout_ms") or first_attr(timeouts, "wait_ms")
+    what = f"An {operation}" if operation else "A"
+    limit = f" after {int(limit_ms) / 1000:g} s" if limit_ms else ""
+    detail = (
+        f"{what} collective did not complete{limit}{where(signals)}. The ranks that time out are "
+        "waiting for a peer that never joined: look for the rank that crashed, hung or was much slower "
+        "(an OOM, a dead worker or a data-dependent branch) before raising the timeout."
+    )
+    if hangs and not timeouts:
+        detail = (
+            f"The ProcessGroupNCCL watchdog stopped making progress{where(hangs)}: a collective is hung. "
+            "Find the rank that is not participating; set TORCH_NCCL_DUMP_ON_TIMEOUT=1 to get the stuck traces."
+        )
+    return finding(
+        NCCL_TIMEOUT, Severity.CRITICAL, 0.85, "NCCL collective timed out", detail, signals=[*signals, *hangs]
+    )
+
+
+def _network_error(evidence: Evidence) -> Finding | None:
+    warnings = evidence.of(nccl.NETWORK_WARN)
+    system = evidence.of(nccl.SYSTEM_ERROR)
+    if not warnings and not system:
+        return None
+    first = (warnings or system)[0]
+    detail = (
+        f"NCCL lost or could not open a connection between ranks{where(warnings or system)}. "
+        "Check that NCCL_SOCKET_IFNAME names an interface every pod can reach, that IB/EFA devices are "
+        "mounted in the pods, and whether a peer process died first (its own log will say why)."
+    )
+    confidence = 0.85 if warnings else 0.6
+    return finding(
+        NCCL_NETWORK_ERROR,
+        Severity.CRITICAL,
+        confidence,
+        "NCCL connection failed",
+        detail,
+        signals=[first, *warnings, *system],
+    )
+
+
+def _slow_transport(evidence: Evidence) -> Finding | None:
+    disabled = [signal for signal in evidence.of(nccl.ENV_DISABLED) if signal.get("feature") in ("P2P", "SHM", "IB")]
+    channels = evidence.of(nccl.CHANNEL)
+    socket_channels = [signal for signal in channels if signal.get("transport").startswith("NET/Socket")]
+    socket_networks = [signal for signal in evidence.of(nccl.NETWORK) if signal.get("network") in SLOW_NETWORKS]
+    fast_devices = evidence.of(nccl.IB_DEVICE)
+    hosts = _nccl_hosts(evidence) | evidence.nodes
+    sockets = socket_channels or socket_networks
+    if not sockets and not disabled:
+        return None
+    if sockets and fast_devices:
+        confidence, cause = 0.9, "IB/EFA devices are present, but NCCL moves data over TCP sockets"
+    elif sockets and any(signal.get("feature") == "IB" for signal in disabled):
+        confidence, cause = 0.9, "NCCL_IB_DISABLE is set, so inter-node traffic goes over TCP sockets"
+    elif sockets and len(hosts) > 1:
+        confidence, cause = 0.75, f"traffic between {len(hosts)} nodes goes over TCP sockets"
+    elif socket_channels:
+        confidence, cause = (
+            0.7,
+            "GPUs on the same node exchange data over the network path (P2P and SHM unused)",
+        )
+    elif disabled:
+        features = sorted({signal.get("feature") for signal in disabled})
+        confidence, cause = 0.7, f"NCCL_{'/'.join(features)}_DISABLE is set, forcing a slower path"
+    else:
+        return None
+    detail = (
+        f"{cause.capitalize()}. Expect a fraction of the interconnect's bandwidth in every all-reduce. "
+        "Mount the RDMA devices and NCCL network plugin in the pods, check NCCL_IB_HCA/NCCL_SOCKET_IFNAME, "
+        "and remove NCCL_*_DISABLE from the environment unless a known bug needs it."
+    )
+    evidence_signals: list[Signal] = [*disabled, *socket_networks, *socket_channels, *fast_devices]
+    return finding(
+        NCCL_SLOW_TRANSPORT,
+        Severity.WARNING,
+        confidence,
+        "NCCL uses a slow transport",
+        detail,
+        signals=evidence_signals,
+    )
+
+
+def _nccl_hosts(evidence: Evidence) -> set[str]:
+    return {
+        signal.get("host")
+        for signal in evidence.of(nccl.VERSION, nccl.CHANNEL, nccl.INIT_COMPLETE, nccl.NETWORK)
+        if signal.get("host")
+    }

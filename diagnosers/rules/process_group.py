@@ -1,0 +1,44 @@
+"""The process group is misconfigured: rendezvous failed, env vars missing, ranks mismatched.
+
+Reads: torch.distributed `env://` errors (`MASTER_ADDR expected, but not set`), rendezvous and
+c10d store errors (timeouts waiting for clients, cannot connect to the master), invalid-rank
+messages and NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong).
+"""
+
+from __future__ import annotations
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import RANK_CONFIG, Finding, Severity
+from diagnosers.parsers import nccl, torch_dist
+from diagnosers.rules.common import finding, first_attr
+
+EMITS = (RANK_CONFIG,)
+
+
+def check(evidence: Evidence) -> list[Finding]:
+    missing = evidence.of(torch_dist.ENV_NOT_SET)
+    duplicate = evidence.of(nccl.DUPLICATE_GPU)
+    invalid = evidence.of(torch_dist.INVALID_RANK)
+    rendezvous = evidence.of(torch_dist.RENDEZVOUS_FAILED)
+    signals = [*missing, *duplicate, *invalid, *rendezvous]
+    if not signals:
+        return []
+    if missing:
+        cause = f"{first_attr(missing, 'variable')} is not set in the worker's environment"
+        fix = "Launch through Ray Train/torchrun, which set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE."
+    elif duplicate:
+        cause = "two ranks picked the same GPU, so LOCAL_RANK/CUDA_VISIBLE_DEVICES is wrong"
+        fix = (
+            "Call torch.cuda.set_device(local_rank) before init_process_group and do not override CUDA_VISIBLE_DEVICES."
+        )
+    elif invalid:
+        cause = "a rank number is outside the world size or the ranks disagree on it"
+        fix = "Make WORLD_SIZE equal workers x GPUs per worker and derive RANK from the launcher, not by hand."
+    else:
+        cause = "the ranks could not rendezvous: " + first_attr(rendezvous, "error")[:200]
+        fix = (
+            "Check that MASTER_ADDR resolves and MASTER_PORT is open between pods, that every rank starts "
+            "(a missing pod leaves the others waiting), and that WORLD_SIZE matches the number of ranks."
+        )
+    detail = f"The process group is misconfigured: {cause}. {fix}"
+    return [finding(RANK_CONFIG, Severity.CRITICAL, 0.85, "Process group misconfigured", detail, signals)]

@@ -1,0 +1,53 @@
+"""The per-GPU batch is too small to amortise the gradient all-reduce.
+
+Reads: step-phase timings. With DDP every step all-reduces the whole gradient whatever the batch,
+so when each GPU gets a few samples and computes for less time than the all-reduce takes, adding
+GPUs makes training slower: the classic "DDP on 2 GPUs is slower than on 1".
+"""
+
+from __future__ import annotations
+
+from diagnosers.evidence import Evidence
+from diagnosers.findings import SMALL_BATCH, Finding, Severity
+from diagnosers.rules.common import finding
+from diagnosers.rules.measures import step_phases
+
+EMITS = (SMALL_BATCH,)
+
+# DDP buckets gradients in 25 MB (bucket_cap_mb); a step shorter than 100 ms cannot hide even a
+# few buckets at tens of GB/s, and per-GPU batches of 32 samples or fewer rarely fill a GPU.
+SHORT_STEP_S = 0.1
+SMALL_BATCH_SAMPLES = 32
+# Collectives above a quarter of the step and longer than the compute itself.
+MIN_COMM_SHARE = 0.25
+
+
+def check(evidence: Evidence) -> list[Finding]:
+    phases = step_phases(evidence)
+    if phases is None or len(phases.per_rank) < 2:
+        return []
+    compute_s = phases.compute_share * phases.mean_step_s
+    comm_s = phases.comm_share * phases.mean_step_s
+    samples = phases.median_samples()
+    small = samples is not None and samples <= SMALL_BATCH_SAMPLES
+    short = phases.mean_step_s <= SHORT_STEP_S
+    if phases.comm_share < MIN_COMM_SHARE or comm_s < compute_s or not (small or short):
+        return []
+    batch = f"{samples:g} samples per GPU, " if samples is not None else ""
+    detail = (
+        f"Each step is {phases.mean_step_s * 1000:.0f} ms ({batch}{compute_s * 1000:.0f} ms of compute) but "
+        f"spends {comm_s * 1000:.0f} ms in collectives: the all-reduce costs more than the work it "
+        "synchronises, so more GPUs make the run slower. Raise the per-GPU batch (scale the learning rate), "
+        "accumulate gradients over several micro-batches with no_sync(), or use fewer GPUs."
+    )
+    confidence = 0.85 if small else 0.7
+    return [
+        finding(
+            SMALL_BATCH,
+            Severity.WARNING,
+            confidence,
+            "Per-GPU batch too small for data parallelism",
+            detail,
+            quotes=phases.representative(),
+        )
+    ]

@@ -1,0 +1,1 @@
+"""Runbooks, one Markdown page per finding id, shipped as package data."""

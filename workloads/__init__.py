@@ -1,0 +1,1 @@
+"""Code that runs inside the Ray cluster: step-phase instrumentation for the training loop."""
