@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path, PurePosixPath
@@ -48,10 +49,14 @@ Opener = Callable[[], AbstractContextManager[BinaryIO]]
 
 
 def load_bundle(path: Path, parser: LogParser | None = None) -> Evidence:
-    entries = _entries(path)
     loader = _Loader(parser or LogParser())
-    for relative, size, opener in entries:
-        loader.add(relative, size, opener)
+    try:
+        for relative, size, opener in _entries(path):
+            loader.add(relative, size, opener)
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        if not loader.recognised:
+            raise NotABundle(f"{path}: the archive is damaged ({error})") from None
+        loader.note(path.name, f"error: the archive is damaged or cut short ({error}); read what came before")
     if not loader.recognised:
         raise NotABundle(
             f"{path} holds none of bundle.json, logs/, k8s/, ray/, prometheus/ or steps/: it is not an evidence bundle"
@@ -81,18 +86,15 @@ def _folder_entries(root: Path) -> Iterator[tuple[str, int, Opener]]:
 
 
 def _tar_entries(path: Path) -> Iterator[tuple[str, int, Opener]]:
-    try:
-        with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                if not member.isfile():
-                    continue
-                stream = archive.extractfile(member)
-                if stream is None:
-                    continue
-                relative = _layout_path(member.name)
-                yield relative, member.size, lambda stream=stream: nullcontext(stream)
-    except (tarfile.TarError, EOFError, OSError) as error:
-        raise NotABundle(f"{path}: the archive is damaged ({error})") from None
+    with tarfile.open(path, "r|*") as archive:
+        for member in archive:
+            if not member.isfile():
+                continue
+            stream = archive.extractfile(member)
+            if stream is None:
+                continue
+            relative = _layout_path(member.name)
+            yield relative, member.size, lambda stream=stream: nullcontext(stream)
 
 
 def _layout_path(name: str) -> str:
@@ -125,9 +127,9 @@ class _Loader:
             if top in SOURCE_NAMES:
                 self.present.add(top)
         except BadInput as problem:
-            self._note(relative, f"error: {problem}")
+            self.note(relative, f"error: {problem}")
         except OSError as error:
-            self._note(relative, f"error: cannot read ({error.strerror or error})")
+            self.note(relative, f"error: cannot read ({error.strerror or error})")
 
     def _read(self, relative: str, top: str, size: int, opener: Opener) -> None:
         if top == "logs":
@@ -146,7 +148,7 @@ class _Loader:
         elif top == "steps":
             bad = json_sources.read_steps(self.evidence, raw, relative)
             if bad:
-                self._note(relative, f"error: {bad} line(s) are not step records; skipped them")
+                self.note(relative, f"error: {bad} line(s) are not step records; skipped them")
         else:
             raise BadInput("not part of the bundle layout; ignored")
 
@@ -158,13 +160,13 @@ class _Loader:
                 raise BadInput("binary content, not a text log; skipped")
 
             def on_long_line(line: int) -> None:
-                self._note(relative, f"line {line} is longer than the scanner's window; evidence from it is cut")
+                self.note(relative, f"line {line} is longer than the scanner's window; evidence from it is cut")
 
             parsed = self.parser.parse(relative, stream, on_long_line)
         self.evidence.add_signals(parsed.signals)
         self.evidence.exceptions.extend(parsed.exceptions)
 
-    def _note(self, relative: str, note: str) -> None:
+    def note(self, relative: str, note: str) -> None:
         if len(self.notes) < MAX_FILE_NOTES:
             self.notes[relative] = note
         else:

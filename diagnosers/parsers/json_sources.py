@@ -188,7 +188,7 @@ class _PromSeries(msgspec.Struct):
 
 
 class _PromData(msgspec.Struct):
-    resultType: str  # noqa: N815 - Prometheus's field name
+    resultType: str
     result: list[_PromSeries]
 
 

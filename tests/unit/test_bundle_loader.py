@@ -1,0 +1,172 @@
+"""Bad input never stops a diagnosis: it becomes a note in `sources` and the rest is read."""
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from diagnosers.bundle import MAX_FILE_NOTES, NotABundle, load_bundle
+from diagnosers.engine import diagnose
+from diagnosers.findings import NCCL_TIMEOUT
+
+TIMEOUT_LINE = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before timing out."
+)
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    root = tmp_path / "bundle"
+    write(root / "logs" / "rank-1.log", f"step 1\nstep 2\n{TIMEOUT_LINE}\n")
+    return root
+
+
+def ids(root: Path) -> set[str]:
+    return {found.id for found in diagnose(load_bundle(root)).findings}
+
+
+def test_a_plain_bundle_is_diagnosed(bundle):
+    diagnosis = diagnose(load_bundle(bundle))
+    assert diagnosis.findings[0].id == NCCL_TIMEOUT
+    quote = diagnosis.findings[0].evidence[0]
+    assert (quote.source, quote.line, quote.text) == ("logs/rank-1.log", 3, TIMEOUT_LINE)
+    assert diagnosis.sources["logs"] == "ok"
+    assert diagnosis.sources["prometheus"] == "missing"
+
+
+@pytest.mark.parametrize(
+    ("relative", "content", "note"),
+    [
+        ("k8s/events.json", "{not json", "not JSON"),
+        ("k8s/pods.json", b"", "empty file"),
+        ("logs/core.dump", bytes(range(256)) * 64, "binary content"),
+        ("logs/zeros.log", b"\x00" * 10000, "binary content"),
+        (
+            "prometheus/DCGM_FI_DEV_GPU_UTIL.json",
+            '{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}',
+            "unsupported Prometheus resultType 'scalar'",
+        ),
+        (
+            "prometheus/DCGM_FI_DEV_GPU_UTIL.json",
+            '{"status":"success","data":{"resultType":"surprise","result":[]}}',
+            "unsupported Prometheus resultType 'surprise'",
+        ),
+        ("prometheus/up.json", '{"status":"error","errorType":"bad_data","error":"parse error"}', "parse error"),
+        ("ray/jobs.json", "[" * 100000, "nested too deeply"),
+        ("bundle.json", "[1, 2]", "expected a JSON object"),
+        ("steps/rank-0.jsonl", '{"rank": 0}\nnot json\n', "2 line(s) are not step records"),
+        ("k8s/notes.txt", "hello", "not part of the bundle layout"),
+    ],
+)
+def test_a_malformed_file_is_a_note_and_the_rest_is_still_diagnosed(bundle, relative, content, note):
+    write(bundle / relative, content)
+    diagnosis = diagnose(load_bundle(bundle))
+    assert note in diagnosis.sources[relative]
+    assert diagnosis.sources[relative].startswith("error: ")
+    assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
+
+
+def test_a_prometheus_vector_is_read_as_one_sample_per_series(bundle):
+    document = {
+        "status": "success",
+        "data": {"resultType": "vector", "result": [{"metric": {"gpu": "0"}, "value": [1, "42"]}]},
+    }
+    write(bundle / "prometheus" / "DCGM_FI_DEV_GPU_UTIL.json", json.dumps(document))
+    evidence = load_bundle(bundle)
+    assert evidence.series["DCGM_FI_DEV_GPU_UTIL"][0].values == [42.0]
+
+
+def test_nan_and_garbage_samples_are_dropped_not_fatal(bundle):
+    values = [[1, "NaN"], [2, "+Inf"], [3, "12.5"], [4, None], ["x"]]
+    document = {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": values}]}}
+    write(bundle / "prometheus" / "DCGM_FI_DEV_GPU_UTIL.json", json.dumps(document))
+    assert load_bundle(bundle).series["DCGM_FI_DEV_GPU_UTIL"][0].values == [12.5]
+
+
+def test_many_tiny_files_are_read_and_notes_are_capped(bundle):
+    for index in range(2000):
+        write(bundle / "logs" / f"tiny-{index:05}.log", f"line {index}\n")
+    for index in range(MAX_FILE_NOTES + 5):
+        write(bundle / "k8s" / f"extra-{index}.json", "{}")
+    diagnosis = diagnose(load_bundle(bundle))
+    assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
+    notes = [key for key in diagnosis.sources if key.startswith("k8s/extra-")]
+    assert len(notes) == MAX_FILE_NOTES
+    assert diagnosis.sources["more-files"] == "error: 5 more file(s) could not be read"
+
+
+def test_a_tar_gz_bundle_with_a_top_folder_reads_like_the_folder(bundle, tmp_path):
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(bundle, arcname="job-1234")
+    assert ids(bundle) == {found.id for found in diagnose(load_bundle(archive)).findings}
+    assert diagnose(load_bundle(archive)).findings[0].evidence[0].source == "logs/rank-1.log"
+
+
+def test_an_archive_never_writes_to_disk_even_with_hostile_member_names(tmp_path):
+    archive = tmp_path / "evil.tar.gz"
+    payload = TIMEOUT_LINE.encode()
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in ("../../escaped.log", "/abs/logs/a.log", "logs/../../b.log"):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+        write(tmp_path / "logs" / "x.log", TIMEOUT_LINE)
+        tar.add(tmp_path / "logs" / "x.log", arcname="logs/x.log")
+    before = set(tmp_path.parent.rglob("*"))
+    assert NCCL_TIMEOUT in ids(archive)
+    assert set(tmp_path.parent.rglob("*")) == before
+
+
+def test_symlinks_out_of_the_bundle_are_not_followed(bundle, tmp_path):
+    secret = write(tmp_path / "outside.log", TIMEOUT_LINE.replace("rank1", "rank9"))
+    (bundle / "logs" / "link.log").symlink_to(secret)
+    sources = {quote.source for found in diagnose(load_bundle(bundle)).findings for quote in found.evidence}
+    assert "logs/link.log" not in sources
+
+
+@pytest.mark.parametrize("make", ["missing", "empty-dir", "plain-file", "unrelated-dir", "truncated-tar"])
+def test_not_a_bundle_says_why(tmp_path, make):
+    target = tmp_path / "target"
+    if make == "empty-dir":
+        target.mkdir()
+    elif make == "plain-file":
+        write(target, "just text")
+    elif make == "unrelated-dir":
+        write(target / "README.md", "hello")
+    elif make == "truncated-tar":
+        archive = tmp_path / "ok.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(write(tmp_path / "README.md", "hello\n" * 1000), arcname="README.md")
+        target.write_bytes(archive.read_bytes()[:60])
+    with pytest.raises(NotABundle) as raised:
+        load_bundle(target)
+    assert str(target) in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_an_archive_cut_short_keeps_what_came_before(tmp_path):
+    source = tmp_path / "src"
+    write(source / "logs" / "a.log", TIMEOUT_LINE + "\n")
+    write(source / "logs" / "b.log", "".join(f"{index:08x} random-ish filler\n" for index in range(200000)))
+    archive = tmp_path / "full.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(source / "logs" / "a.log", arcname="logs/a.log")
+        tar.add(source / "logs" / "b.log", arcname="logs/b.log")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    diagnosis = diagnose(load_bundle(cut))
+    assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
+    assert "cut short" in diagnosis.sources["cut.tar.gz"]
