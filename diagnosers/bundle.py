@@ -75,14 +75,22 @@ def _entries(path: Path) -> Iterator[tuple[str, int, Opener]]:
 
 
 def _folder_entries(root: Path) -> Iterator[tuple[str, int, Opener]]:
-    for folder, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = Path(folder) / name
-            if full.is_symlink() or not full.is_file():
-                continue
-            relative = full.relative_to(root).as_posix()
-            yield relative, full.stat().st_size, lambda full=full: full.open("rb")
+    """Files under the layout's own names only: never a walk of whatever folder was passed."""
+    for name in sorted(LAYOUT_ROOTS):
+        top = root / name
+        if top.is_symlink():
+            continue
+        if top.is_file():
+            yield name, top.stat().st_size, lambda top=top: top.open("rb")
+            continue
+        for folder, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            for filename in sorted(filenames):
+                full = Path(folder) / filename
+                if full.is_symlink() or not full.is_file():
+                    continue
+                relative = full.relative_to(root).as_posix()
+                yield relative, full.stat().st_size, lambda full=full: full.open("rb")
 
 
 def _tar_entries(path: Path) -> Iterator[tuple[str, int, Opener]]:

@@ -1,0 +1,337 @@
+"""Each finding id fires on bundles in the real tools' formats, and stays quiet on near-misses."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from diagnosers.bundle import load_bundle
+from diagnosers.engine import FAILED, INSUFFICIENT_EVIDENCE, diagnose
+from diagnosers.findings import FINDING_IDS
+from tests import scenarios
+
+RAY = "(RayTrainWorker pid=4321, ip=10.0.1.7) "
+
+
+def events(*items: tuple[str, str, str]) -> str:
+    return json.dumps(
+        {
+            "kind": "EventList",
+            "items": [
+                {"type": kind, "reason": reason, "message": message, "involvedObject": {"kind": "Pod", "name": "w-0"}}
+                for kind, reason, message in items
+            ],
+        },
+        indent=2,
+    )
+
+
+def pods(reason: str, where: str = "lastState", state: str = "terminated", exit_code: int = 137) -> str:
+    status = {state: {"reason": reason, "exitCode": exit_code}}
+    return json.dumps(
+        {
+            "kind": "List",
+            "items": [
+                {
+                    "metadata": {"name": "job-raycluster-worker-gpu-x7k2p"},
+                    "spec": {"nodeName": "gpu-node-4"},
+                    "status": {"phase": "Running", "containerStatuses": [{"name": "ray-worker", where: status}]},
+                }
+            ],
+        },
+        indent=2,
+    )
+
+
+LOG_CASES = {
+    "nccl-timeout": [
+        {
+            "logs/w3.log": "[E ProcessGroupNCCL.cpp:587] [Rank 3] Watchdog caught collective operation timeout: "
+            "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806405 milliseconds before timing out."
+        },
+        {
+            "logs/r0.log": "[rank0]:[F1013 04:11:52.1 ProcessGroupNCCL.cpp:1224] [PG 0 Rank 0] ProcessGroupNCCL's "
+            "watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives."
+        },
+    ],
+    "nccl-network-error": [
+        {
+            "logs/w1.log": RAY + "node-2:77:90 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
+            "10.0.1.9<48830>"
+        },
+        {
+            "logs/w1.log": "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process "
+            "exited or there was a network error, NCCL version 2.20.5\nncclRemoteError: A call failed possibly due "
+            "to a network error or a remote process exiting prematurely."
+        },
+    ],
+    "nccl-slow-transport": [
+        {
+            "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.5<0>\n"
+            "node-a:1:1 [0] NCCL INFO Using network Socket\n"
+            "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0",
+            "logs/b.log": "node-b:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [receive] via NET/Socket/0",
+        },
+        {
+            "logs/a.log": "node-a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n"
+            "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct"
+        },
+    ],
+    "gpu-oom": [
+        {
+            "logs/w.log": "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total "
+            "capacity; 14.1 GiB already allocated; 3.19 MiB free; 14.4 GiB reserved in total by PyTorch)"
+        },
+    ],
+    "host-oom": [
+        {"k8s/pods.json": pods("OOMKilled")},
+        {"logs/w.log": RAY + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."},
+        {"logs/dmesg.log": "[ 8811.012] Out of memory: Killed process 4242 (python) total-vm:80123456kB"},
+    ],
+    "gpu-not-detected": [
+        {"logs/w.log": "RuntimeError: No CUDA GPUs are available"},
+        {"logs/smi.log": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."},
+    ],
+    "insufficient-gpu": [
+        {
+            "k8s/events.json": events(
+                (
+                    "Warning",
+                    "FailedScheduling",
+                    "0/5 nodes are available: 3 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint.",
+                )
+            )
+        },
+        {"logs/status.log": "Demands:\n {'GPU': 8.0, 'CPU': 1.0}: 4+ pending tasks/actors"},
+    ],
+    "image-pull": [
+        {"k8s/pods.json": pods("ImagePullBackOff", where="state", state="waiting")},
+        {
+            "logs/describe.txt": '  Warning  Failed  3m  kubelet  Failed to pull image "rayproject/ray:9.9": '
+            "rpc error: code = NotFound desc = manifest unknown"
+        },
+    ],
+    "rank-config": [
+        {
+            "logs/w.log": "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+            "variable MASTER_ADDR expected, but not set"
+        },
+        {
+            "logs/w.log": "h:1:1 [0] init.cc:729 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+            "device 1a000"
+        },
+    ],
+    "xid-error": [
+        {
+            "logs/dmesg.log": "[Tue Nov 12 03:14:15 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen "
+            "off the bus."
+        },
+    ],
+    "dataloader-crash": [
+        {
+            "logs/w.log": "RuntimeError: DataLoader worker (pid 4012) is killed by signal: Bus error. It is possible "
+            "that dataloader's workers are out of shared memory."
+        },
+    ],
+    "worker-died": [
+        {"logs/driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."},
+        {
+            "bundle.json": '{"status": "FAILED"}',
+            "logs/driver.log": 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+            "    main()\nKeyError: 'labels'\n",
+        },
+    ],
+    "mlflow-unreachable": [
+        {
+            "logs/w.log": "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/"
+            "create failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded"
+        },
+        {"bundle.json": '{"sources": {"mlflow": "unreachable"}}', "logs/a.log": "hello"},
+    ],
+    "dashboard-unreachable": [
+        {"logs/submit.log": "ConnectionError: Failed to connect to Ray at address: http://127.0.0.1:8265."},
+        {"bundle.json": '{"sources": {"ray": "unreachable"}}', "logs/a.log": "hello"},
+    ],
+}
+
+NEAR_MISSES = {
+    "gpu-oom": {"logs/w.log": "Enabling activation checkpointing to avoid CUDA out of memory on long sequences"},
+    "dashboard-unreachable": {"logs/d.log": "Started a local Ray instance. View the dashboard at 127.0.0.1:8265"},
+    "nccl-slow-transport": {
+        "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>\n"
+        "node-a:1:1 [0] NCCL INFO Using network IB\n"
+        "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+        "node-a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 0"
+    },
+    "rank-config": {"logs/w.log": "INFO:torch.distributed.elastic:[default] Rendezvous complete for workers."},
+    "image-pull": {"k8s/events.json": events(("Normal", "Pulled", 'Successfully pulled image "ray:2.9" in 3s'))},
+    "insufficient-gpu": {"logs/status.log": "Demands:\n (no resource demands)"},
+    "mlflow-unreachable": {
+        "logs/w.log": "mlflow.exceptions.RestException: RESOURCE_DOES_NOT_EXIST: Registered "
+        "Model with name=foo not found"
+    },
+    "worker-died": {
+        "logs/w.log": 'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1\nretrying... ok'
+    },
+    "host-oom": {"logs/a.log": "RAY_memory_usage_threshold=0.95 RAY_memory_monitor_refresh_ms=250"},
+    "xid-error": {"logs/w.log": "RuntimeError: CUDA error: an illegal memory access was encountered"},
+}
+
+
+def make(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "bundle"
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content + "\n")
+    return root
+
+
+CASES = [
+    (finding_id, index, files) for finding_id, variants in LOG_CASES.items() for index, files in enumerate(variants)
+]
+
+
+@pytest.mark.parametrize(("finding_id", "index", "files"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_log_variant_fires_its_finding_with_verbatim_evidence(tmp_path, finding_id, index, files):
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    found = {one.id: one for one in diagnosis.findings}
+    assert finding_id in found
+    one = found[finding_id]
+    assert one.evidence, "a finding quotes its evidence"
+    for quote in one.evidence:
+        if quote.source in files and not quote.source.endswith(".json"):
+            assert files[quote.source].splitlines()[quote.line - 1] == quote.text
+    assert one.runbook == f"playbooks/{finding_id}.md"
+
+
+@pytest.mark.parametrize("finding_id", sorted(NEAR_MISSES))
+def test_near_miss_does_not_fire(tmp_path, finding_id):
+    diagnosis = diagnose(load_bundle(make(tmp_path, NEAR_MISSES[finding_id])))
+    assert finding_id not in {one.id for one in diagnosis.findings}
+
+
+def test_primary_cause_comes_before_its_consequences(tmp_path):
+    files = {
+        "logs/w1.log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 79.15 GiB of which 1.23 GiB is free.",
+        "logs/w0.log": "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before "
+        "timing out.\nray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert diagnosis.verdict == FAILED
+    assert [one.id for one in diagnosis.findings][:3] == ["gpu-oom", "nccl-timeout", "worker-died"]
+    assert "consequence of gpu-oom" in diagnosis.findings[1].detail
+
+
+def test_a_job_that_succeeded_is_not_called_failed(tmp_path):
+    files = {"bundle.json": '{"status": "SUCCEEDED"}', "logs/w.log": LOG_CASES["host-oom"][2]["logs/dmesg.log"]}
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert diagnosis.verdict == INSUFFICIENT_EVIDENCE
+    assert diagnosis.findings[0].severity == "warning"
+
+
+def build_metric_bundle(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    scenarios.EXAMPLE_METRICS[name](root)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("scenario", "verdict", "also"),
+    [
+        ("comm-bound-small-batch", "comm-bound", {"small-batch"}),
+        ("io-bound-dcgm-only", "io-bound", set()),
+        ("compute-bound", "compute-bound", set()),
+        ("straggler-throttled-gpu", "comm-bound", {"straggler"}),
+    ],
+)
+def test_metric_scenarios_give_their_verdict(tmp_path, scenario, verdict, also):
+    diagnosis = diagnose(load_bundle(build_metric_bundle(tmp_path, scenario)))
+    ids = {one.id for one in diagnosis.findings}
+    assert diagnosis.verdict == verdict
+    assert also <= ids
+
+
+@pytest.mark.parametrize("host_label", ["Hostname", "hostname"])
+@pytest.mark.parametrize(
+    ("values", "verdict"),
+    [
+        ({"DCGM_FI_DEV_GPU_UTIL": 97, "DCGM_FI_PROF_SM_ACTIVE": 0.2}, "comm-bound"),
+        ({"DCGM_FI_DEV_GPU_UTIL": 97, "DCGM_FI_PROF_SM_ACTIVE": 0.9}, "compute-bound"),
+        (
+            {"DCGM_FI_DEV_GPU_UTIL": 96, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01, "DCGM_FI_PROF_DRAM_ACTIVE": 0.03},
+            "comm-bound",
+        ),
+        (
+            {"DCGM_FI_DEV_GPU_UTIL": 96, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.45, "DCGM_FI_PROF_DRAM_ACTIVE": 0.5},
+            "compute-bound",
+        ),
+        ({"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.3}, "io-bound"),
+        ({"DCGM_FI_DEV_GPU_UTIL": 22}, "io-bound"),
+    ],
+)
+def test_dcgm_only_with_default_or_opt_in_counters(tmp_path, host_label, values, verdict):
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(2, 4, **values), host_label=host_label)
+    assert diagnose(load_bundle(tmp_path)).verdict == verdict
+
+
+def test_ray_gpu_metrics_alone_are_enough(tmp_path):
+    gpus = scenarios.gpus(2, 2, ray_node_gpus_utilization=18)
+    scenarios.write_matrix(
+        tmp_path,
+        "ray_node_gpus_utilization",
+        gpus,
+        labels_of=lambda gpu: {"ip": f"10.0.0.{len(gpu.host)}{gpu.host[-1]}", "GpuIndex": str(gpu.index)},
+    )
+    assert diagnose(load_bundle(tmp_path)).verdict == "io-bound"
+
+
+@pytest.mark.parametrize(
+    ("data_s", "comm_s", "verdict"),
+    [(0.4, 0.05, "io-bound"), (0.02, 0.45, "comm-bound"), (0.02, 0.05, "compute-bound")],
+)
+def test_steps_only(tmp_path, data_s, comm_s, verdict):
+    scenarios.write_steps(tmp_path, ranks=4, steps=50, step_s=1.0, data_s=data_s, comm_s=comm_s)
+    assert diagnose(load_bundle(tmp_path)).verdict == verdict
+
+
+def test_steps_win_over_metrics_that_disagree(tmp_path):
+    scenarios.write_steps(tmp_path, ranks=4, steps=50, step_s=1.0, data_s=0.45, comm_s=0.05)
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(1, 4, DCGM_FI_DEV_GPU_UTIL=97, DCGM_FI_PROF_SM_ACTIVE=0.9))
+    assert diagnose(load_bundle(tmp_path)).verdict == "io-bound"
+
+
+def test_large_batches_on_a_slow_network_are_comm_bound_but_not_small_batch(tmp_path):
+    scenarios.write_steps(tmp_path, ranks=4, steps=50, step_s=2.0, data_s=0.02, comm_s=1.1, samples=256)
+    ids = {one.id for one in diagnose(load_bundle(tmp_path)).findings}
+    assert "comm-bound" in ids and "small-batch" not in ids
+
+
+def test_even_ranks_are_not_stragglers(tmp_path):
+    scenarios.write_steps(tmp_path, ranks=8, steps=50, step_s=0.9, data_s=0.02, comm_s=0.3)
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(1, 8, DCGM_FI_DEV_SM_CLOCK=1980, DCGM_FI_DEV_GPU_TEMP=64))
+    assert "straggler" not in {one.id for one in diagnose(load_bundle(tmp_path)).findings}
+
+
+@pytest.mark.parametrize(
+    ("metric", "normal", "odd"), [("DCGM_FI_DEV_GPU_TEMP", 62, 84), ("DCGM_FI_DEV_SM_CLOCK", 1980, 1300)]
+)
+def test_one_gpu_apart_from_its_peers_is_a_straggler(tmp_path, metric, normal, odd):
+    gpus = [scenarios.Gpu("node-0", index, {metric: odd if index == 2 else normal}) for index in range(8)]
+    scenarios.write_dcgm(tmp_path, gpus, host_label="hostname")
+    stragglers = [one for one in diagnose(load_bundle(tmp_path)).findings if one.id == "straggler"]
+    assert stragglers and "node-0/gpu 2" in stragglers[0].title
+
+
+def test_xid_from_the_dcgm_metric(tmp_path):
+    gpus = [scenarios.Gpu("node-0", index, {"DCGM_FI_DEV_XID_ERRORS": 79 if index == 1 else 0}) for index in range(4)]
+    scenarios.write_dcgm(tmp_path, gpus, noise=0.0)
+    found = [one for one in diagnose(load_bundle(tmp_path)).findings if one.id == "xid-error"]
+    assert found and "fallen off the bus" in found[0].detail
+
+
+def test_every_finding_id_is_covered_by_a_bundle_here():
+    covered = set(LOG_CASES) | {"comm-bound", "io-bound", "compute-bound", "straggler", "small-batch"}
+    assert covered == set(FINDING_IDS)
