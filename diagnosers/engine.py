@@ -55,7 +55,8 @@ CONSEQUENCES: dict[str, tuple[str, ...]] = {
         INSUFFICIENT_GPU,
     ),
     DASHBOARD_UNREACHABLE: (HOST_OOM, IMAGE_PULL, INSUFFICIENT_GPU),
-    GPU_NOT_DETECTED: (INSUFFICIENT_GPU,),
+    INSUFFICIENT_GPU: (GPU_NOT_DETECTED,),
+    DATALOADER_CRASH: (HOST_OOM,),
 }
 CONSEQUENCE_FACTOR = 0.6
 
@@ -85,7 +86,7 @@ def diagnose_path(path: Path) -> Diagnosis:
 
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
-    findings = [found for rule in rules for found in _run(rule, evidence)]
+    findings = _without_needless_fallbacks([found for rule in rules for found in _run(rule, evidence)])
     _demote_consequences(findings)
     if evidence.meta.did_not_fail:
         _demote_critical(findings)
@@ -100,6 +101,11 @@ def _run(rule: Rule, evidence: Evidence) -> list[Finding]:
         if one.id not in rule.emits:
             raise RuleContractError(f"rule {rule.name} emitted {one.id}, which it does not declare")
     return found
+
+
+def _without_needless_fallbacks(findings: list[Finding]) -> list[Finding]:
+    explained = any(found.severity is Severity.CRITICAL and not found.fallback for found in findings)
+    return [found for found in findings if not (found.fallback and explained)]
 
 
 def _demote_consequences(findings: list[Finding]) -> None:

@@ -95,6 +95,8 @@ class Finding:
     title: str
     detail: str
     evidence: list[Quote] = field(default_factory=list)
+    # Said only when nothing more specific explains a failure; the engine drops it otherwise.
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         if self.id not in FINDING_IDS:

@@ -63,6 +63,10 @@ PATTERNS = (
             "cuda.is_available(): False",
             "CUDA is not available",
             "GPU is lost",
+            "could not load NVML library",
+            "NVIDIA Container Toolkit",
+            "CUDA unknown error",
+            "available devices to be zero",
         ],
         r"(?P<error>No CUDA GPUs are available|no CUDA-capable device is detected|Found no NVIDIA driver"
         r"|CUDA driver version is insufficient for CUDA runtime version"
@@ -70,7 +74,9 @@ PATTERNS = (
         r"|The NVIDIA driver on your system is too old|Driver/library version mismatch"
         r"|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|torch\.cuda\.is_available\(\) is False"
         r"|^\s*No devices were found\s*$|nvidia-container-cli: (?:initialization|requirement) error.*"
-        r"|CUDA available: False|cuda\.is_available\(\): False|CUDA is not available)",
+        r"|CUDA available: False|cuda\.is_available\(\): False|CUDA is not available"
+        r"|could not load NVML library|did you configure the NVIDIA Container Toolkit"
+        r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -78,6 +84,10 @@ PATTERNS = (
             "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.",
             "No devices were found",
             "Failed to initialize NVML: Driver/library version mismatch",
+            "E1122 12:00:00.000 main.go:123] could not load NVML library: libnvidia-ml.so.1: cannot open shared "
+            "object file: No such file or directory",
+            "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
+            "environment. Setting the available devices to be zero.",
         ],
     ),
     pattern(

@@ -17,6 +17,7 @@ import msgspec
 from diagnosers.evidence import BundleMeta, Evidence, Series, StepRecord
 from diagnosers.findings import Quote
 from diagnosers.parsers.logs import LogParser
+from diagnosers.parsers.signals import Signal
 
 
 class BadInput(ValueError):
@@ -69,25 +70,28 @@ def _items(document: Any, source: str) -> list[Any]:
 
 
 def _text_signals(
-    evidence: Evidence, parser: LogParser, locator: JsonLocator, source: str, label: str, text: str
+    evidence: Evidence, parser: LogParser, locator: JsonLocator, source: str, reason: str, message: str
 ) -> None:
-    """Run the line patterns over one string field (each of its lines), quoting the JSON line."""
-    for part in text.splitlines() or [text]:
+    """Run the line patterns over a reason and each line of its message, quoting each at its JSON line."""
+    for part in [reason, *message.splitlines()]:
         if not part.strip():
             continue
         line, quoted = locator.locate(part)
-        for signal in parser.parse_text(source, line, f"{label} {part}".strip()):
-            evidence.add_signals([type(signal)(signal.kind, Quote(source, line, quoted), signal.attrs)])
+        for signal in parser.parse_text(source, line, part):
+            evidence.add_signals([Signal(signal.kind, Quote(source, line, quoted), signal.attrs)])
 
 
 def read_events(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
     locator = JsonLocator(raw.decode("utf-8", "replace"))
-    for event in _items(load_json(raw, source), source):
-        if not isinstance(event, dict):
-            continue
+    items = [event for event in _items(load_json(raw, source), source) if isinstance(event, dict)]
+    # A pod that failed scheduling and was then scheduled (the autoscaler added a node) is not stuck.
+    scheduled = {_dig(event, "involvedObject", "name") for event in items if event.get("reason") == "Scheduled"}
+    for event in items:
         reason = str(event.get("reason") or "")
+        if reason == "FailedScheduling" and _dig(event, "involvedObject", "name") in scheduled:
+            continue
         message = str(event.get("message") or event.get("note") or "")
-        _text_signals(evidence, parser, locator, source, reason, message or reason)
+        _text_signals(evidence, parser, locator, source, reason, message)
 
 
 def read_pods(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
@@ -99,7 +103,7 @@ def read_pods(evidence: Evidence, parser: LogParser, raw: bytes, source: str) ->
         if node:
             evidence.nodes.add(str(node))
         for reason, message in _pod_reasons(pod):
-            _text_signals(evidence, parser, locator, source, reason, message or reason)
+            _text_signals(evidence, parser, locator, source, reason, message)
 
 
 def _pod_reasons(pod: dict[str, Any]) -> Iterator[tuple[str, str]]:

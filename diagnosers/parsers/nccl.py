@@ -79,7 +79,7 @@ PATTERNS = (
             "Connection reset by peer",
         ],
         r"NCCL WARN .*(?P<what>Connection closed|Connection reset|Connection refused|connect to|socketProgress|"
-        r"socketPoll|Socket Timeout|Net : |NET/\w+ : .*(?:error|failed|closed|timeout)|ibv_\w+|IBV_WC_\w+|"
+        r"socketPoll|Socket Timeout|Net : |NET/\w+\s*:?\s.*(?:error|failed|closed|timeout)|ibv_\w+|IBV_WC_\w+|"
         r"Got completion from peer|transport retry counter exceeded|fi_\w+|No route to host|"
         r"[Nn]etwork is unreachable|[Nn]o socket interface found|[Nn]o interface found|Message truncated)|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"

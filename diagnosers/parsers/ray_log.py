@@ -49,19 +49,17 @@ PATTERNS = (
             "Worker exit type: SYSTEM_ERROR",
             "worker process has died",
             "Workers crashed due to other reasons",
-            "TrainingFailedError",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError)\b"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
-        r"|\b[1-9]\d* Workers crashed due to other reasons|TrainingFailedError)",
+        r"|\b[1-9]\d* Workers crashed due to other reasons)",
         [
             "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
             "troubleshoot the problem, check the logs for the dead worker.",
             "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "
             "exits with a connection error code 2.",
-            "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed.",
         ],
     ),
     pattern(
@@ -77,11 +75,13 @@ PATTERNS = (
     ),
     pattern(
         JOB_FAILED,
-        [" failed", "status=FAILED", "FAILED"],
-        r"Job '?(?P<job>[\w-]+)'? failed\b|--- Job \S+ failed ---|Job (?:status|state)[:=]? ?FAILED",
+        [" failed", "status=FAILED", "FAILED", "TrainingFailedError"],
+        r"Job '?(?P<job>[\w-]+)'? failed\b|--- Job \S+ failed ---|Job (?:status|state)[:=]? ?FAILED"
+        r"|TrainingFailedError",
         [
             "Job 'raysubmit_V3pgxPzLr1d8vXJc' failed",
             "--------------------------------------------- Job raysubmit_abc failed ---",
+            "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed.",
         ],
     ),
     pattern(
@@ -115,10 +115,11 @@ PATTERNS = (
             "dashboard",
             ":8265",
             "port=8265",
+            "Request failed with status code",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
         r"|Failed to start the dashboard|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
-        r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard"
+        r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
         r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host))",
         [

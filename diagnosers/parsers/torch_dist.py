@@ -19,11 +19,12 @@ INVALID_RANK = "torch.invalid-rank"
 PATTERNS = (
     pattern(
         COLLECTIVE_TIMEOUT,
-        ["collective operation timeout", "Timed out waiting", "before timing out"],
+        ["collective operation timeout", "Timed out waiting", "before timing out", "timed out in blocking wait"],
         r"[Cc]aught collective operation timeout:?\s*(?:WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?"
         r"(?:OpType=(?P<op>\w+))?(?:[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+))?)?"
         r"|(?:Work\w+|operation)\b.*ran for (?P<ran_ms>\d+) milliseconds before timing out"
-        r"|Timed out waiting (?P<wait_ms>\d+)ms for (?P<gloo_op>send|recv) operation to complete",
+        r"|Timed out waiting (?P<wait_ms>\d+)ms for (?P<gloo_op>send|recv) operation to complete"
+        r"|timed out in blocking wait",
         [
             "[E ProcessGroupNCCL.cpp:587] [Rank 3] Watchdog caught collective operation timeout: "
             "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806405 milliseconds before timing out.",
@@ -34,6 +35,8 @@ PATTERNS = (
             "Timeout(ms)=1800000) ran for 1800034 milliseconds before timing out.",
             "RuntimeError: [/opt/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv "
             "operation to complete",
+            "RuntimeError: [Rank 1] Work WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=1800000) timed out in "
+            "blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).",
         ],
     ),
     pattern(
@@ -57,6 +60,7 @@ PATTERNS = (
             "while trying to connect to",
             "failed to listen on",
             "DistNetworkError",
+            "store based barrier",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
@@ -64,9 +68,11 @@ PATTERNS = (
         r"|Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined.*"
         r"|socket has timed out after \d+ms while trying to connect to.*"
         r"|failed to listen on any local network address.*"
-        r"|DistNetworkError: .*)",
+        r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*)",
         [
             "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+            "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+            "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)",
             "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
             "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to "
             "connect to (10.0.0.1, 29500).",

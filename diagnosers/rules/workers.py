@@ -63,7 +63,11 @@ def _worker_died(evidence: Evidence) -> Finding | None:
         f"The job failed with {ending.short_type}: {ending.message[:200]}{place}. No known infrastructure "
         "cause was found: this looks like an error in the training code or its inputs."
     )
-    return finding(WORKER_DIED, Severity.CRITICAL, 0.5, "Training code raised an exception", detail, [], [ending.quote])
+    found = finding(
+        WORKER_DIED, Severity.CRITICAL, 0.5, "Training code raised an exception", detail, [], [ending.quote]
+    )
+    found.fallback = True
+    return found
 
 
 def _ending_exception(evidence: Evidence) -> PythonException | None:

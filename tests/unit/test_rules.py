@@ -60,7 +60,8 @@ LOG_CASES = {
             "10.0.1.9<48830>"
         },
         {
-            "logs/w1.log": "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process "
+            "logs/w1.log": "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "remote process "
             "exited or there was a network error, NCCL version 2.20.5\nncclRemoteError: A call failed possibly due "
             "to a network error or a remote process exiting prematurely."
         },
