@@ -25,14 +25,18 @@ PATTERNS = (
             "didn't trigger scale-up",
             "NotTriggerScaleUp",
             "exceeded quota",
+            "insufficient unused quota",
+            "insufficient quota",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
-        r"|NotTriggerScaleUp\b.*|exceeded quota:.*)",
+        r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
             'Error creating: pods "w-1" is forbidden: exceeded quota: gpu-quota, requested: '
             "requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8",
+            "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor "
+            "gpu-a100, 8 more needed",
         ],
     ),
     pattern(

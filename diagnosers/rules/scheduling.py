@@ -16,7 +16,7 @@ from diagnosers.rules.common import finding, first_attr
 
 EMITS = (INSUFFICIENT_GPU, IMAGE_PULL)
 
-_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
+_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)|insufficient (?:unused )?quota for ([\w./-]+)")
 _PULL_CAUSES = (
     ("NotFound", "the image or tag does not exist"),
     ("manifest unknown", "the image or tag does not exist"),
@@ -43,7 +43,9 @@ def _insufficient(evidence: Evidence) -> Finding | None:
     signals = [*unschedulable, *infeasible, *pending]
     if not signals:
         return None
-    resources = sorted({match for signal in unschedulable for match in _INSUFFICIENT.findall(signal.quote.text)})
+    resources = sorted(
+        {name for signal in unschedulable for pair in _INSUFFICIENT.findall(signal.quote.text) for name in pair if name}
+    )
     demand = first_attr([*infeasible, *pending], "demand")
     if resources:
         lacking = f"the nodes lack {', '.join(resources)}"
