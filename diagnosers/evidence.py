@@ -6,7 +6,6 @@ Rules never touch files; they read this. Missing inputs are empty collections, a
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -17,8 +16,6 @@ from diagnosers.parsers.tracebacks import PythonException
 # Status words of BUNDLE.md, plus "missing" for a source the bundle simply does not have.
 OK = "ok"
 MISSING = "missing"
-NOT_CONFIGURED = "not-configured"
-UNREACHABLE = "unreachable"
 
 SOURCE_NAMES = ("logs", "k8s", "ray", "prometheus", "steps")
 
@@ -51,10 +48,6 @@ class Series:
     values: list[float]
     source: str
     line: int
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
 
     def quote(self, summary: str) -> Quote:
         shown = ", ".join(f'{key}="{value}"' for key, value in sorted(self.labels.items()) if key != "__name__")
@@ -101,6 +94,3 @@ class Evidence:
             if found:
                 return name, found
         return "", []
-
-    def source_ok(self, name: str) -> bool:
-        return self.sources.get(name) == OK
