@@ -20,7 +20,7 @@ from typing import BinaryIO
 from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence
 from diagnosers.parsers import json_sources
 from diagnosers.parsers.json_sources import BadInput
-from diagnosers.parsers.logs import LogParser
+from diagnosers.parsers.logs import LogParser, ParsedLog
 
 # JSON is parsed whole; beyond this a file is skipped with a note rather than risk the host's memory.
 MAX_JSON_BYTES = 256 << 20
@@ -170,9 +170,13 @@ class _Loader:
             def on_long_line(line: int) -> None:
                 self.note(relative, f"line {line} is longer than the scanner's window; evidence from it is cut")
 
-            parsed = self.parser.parse(relative, stream, on_long_line)
-        self.evidence.add_signals(parsed.signals)
-        self.evidence.exceptions.extend(parsed.exceptions)
+            parsed = ParsedLog()
+            try:
+                self.parser.parse(relative, stream, on_long_line, into=parsed)
+            finally:
+                # A log cut short (a damaged archive) still gives what was read before the damage.
+                self.evidence.add_signals(parsed.signals)
+                self.evidence.exceptions.extend(parsed.exceptions)
 
     def note(self, relative: str, note: str) -> None:
         if len(self.notes) < MAX_FILE_NOTES:

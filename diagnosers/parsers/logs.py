@@ -51,8 +51,15 @@ class LogParser:
         self._owners.append([])
         self._scanner = LogScanner(needles)
 
-    def parse(self, source: str, stream: BinaryIO, on_long_line: Callable[[int], None] | None = None) -> ParsedLog:
-        parsed = ParsedLog()
+    def parse(
+        self,
+        source: str,
+        stream: BinaryIO,
+        on_long_line: Callable[[int], None] | None = None,
+        into: ParsedLog | None = None,
+    ) -> ParsedLog:
+        """Parse a log; with `into`, results land there as they come, so a read error keeps them."""
+        parsed = into if into is not None else ParsedLog()
         for hit in self._scanner.scan(stream, on_long_line):
             if self._traceback_needle in hit.needles:
                 exception = parse_traceback(source, hit.line, hit.text, hit.after)

@@ -170,3 +170,17 @@ def test_an_archive_cut_short_keeps_what_came_before(tmp_path):
     diagnosis = diagnose(load_bundle(cut))
     assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
     assert "cut short" in diagnosis.sources["cut.tar.gz"]
+
+
+def test_a_log_cut_short_inside_an_archive_keeps_the_lines_read_before_the_cut(tmp_path):
+    filler = "".join(f"step {index:09d} loss {index * 7919 % 100003:06d}\n" for index in range(700_000))
+    log = write(tmp_path / "src" / "rank-1.log", TIMEOUT_LINE + "\n" + filler)
+    archive = tmp_path / "full.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(log, arcname="logs/rank-1.log")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size * 3 // 4])
+    diagnosis = diagnose(load_bundle(cut))
+    assert diagnosis.findings[0].id == NCCL_TIMEOUT
+    assert diagnosis.findings[0].evidence[0].line == 1
+    assert "cut short" in diagnosis.sources["cut.tar.gz"]
