@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 CONFIG_ENV = "TRAINBOT_CONFIG"
@@ -26,6 +26,37 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path(".trainbot")
     log_level: str = "INFO"
+
+    # Launching: `local` runs a Ray head on this machine; `kuberay` submits RayJobs.
+    backend: Literal["local", "kuberay"] = "local"
+    # Job templates by name, beside the built-in tiny-transformer (see actions/templates.py).
+    templates: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    # Local backend: the Ray head trainbot starts on 127.0.0.1 when none is running.
+    local_dashboard_port: int = Field(default=8265, ge=1, le=65535)
+    local_gcs_port: int = Field(default=6379, ge=1, le=65535)
+    local_num_cpus: int | None = Field(default=None, ge=1)
+
+    # KubeRay backend. No kubeconfig context means in-cluster config, then ~/.kube/config.
+    namespace: str = "default"
+    kube_context: str | None = None
+    image: str = "rayproject/ray:2.60.0-py311"
+    ttl_seconds_after_finished: int = Field(default=3600, ge=0)
+
+    # MLflow: None means the sqlite store in the data directory (the embedded default).
+    mlflow_tracking_uri: str | None = None
+
+    def tracking_uri(self) -> str:
+        if self.mlflow_tracking_uri:
+            return self.mlflow_tracking_uri
+        return f"sqlite:///{(self.data_dir / 'mlflow.db').resolve()}"
+
+    def state_url(self) -> str:
+        """The SQLAlchemy URL of the state store (jobs, who launched what, state history)."""
+        return self.state_store_url or f"sqlite:///{(self.data_dir / 'state.db').resolve()}"
+
+    # A PostgreSQL URL works the same; None means sqlite in the data directory.
+    state_store_url: str | None = None
 
     @classmethod
     def settings_customise_sources(

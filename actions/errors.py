@@ -1,0 +1,27 @@
+"""Errors a person can cause. Each message says what to do; the bot and the CLI show it as it is."""
+
+from __future__ import annotations
+
+
+class ActionError(Exception):
+    """Something the person asking can fix: the message names the thing and the fix."""
+
+
+class BadRequest(ActionError):
+    """The request itself is wrong: an unknown template, a bad parameter, a malformed manifest."""
+
+
+class NotFound(ActionError):
+    """The job, template or model named does not exist (or is no longer known)."""
+
+
+class Conflict(ActionError):
+    """The name is taken or the object changed underneath us; trying again usually works."""
+
+
+class Forbidden(ActionError):
+    """The requester may not do this; the message says who may."""
+
+
+class Unavailable(ActionError):
+    """A backend (Ray, Kubernetes, MLflow) cannot be reached or refused to answer."""
