@@ -82,12 +82,15 @@ class Launch:
     requester: str
     argv: list[str]
     env_vars: dict[str, str] = field(default_factory=dict)
-    # A team's own RayJob (from --manifest): its spec is kept and only our fields are set on it.
+    # A team's own RayJob (from --manifest): its spec is kept and only our fields are set on it;
+    # then `argv` holds only the words appended to its entrypoint.
     manifest: dict[str, Any] | None = None
 
     @property
     def entrypoint(self) -> str:
-        return shlex.join(self.argv)
+        """The shell command Ray runs. A manifest's own entrypoint is kept verbatim, our words appended."""
+        base = str(self.manifest.get("spec", {}).get("entrypoint") or "") if self.manifest else ""
+        return " ".join(part for part in (base, shlex.join(self.argv)) if part)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -119,8 +122,11 @@ class Backend(Protocol):
 
     def cancel(self, name: str) -> JobStatus: ...
 
-    def observe(self) -> Iterator[JobStatus]:
-        """The status of every job trainbot launched here, then each change as it happens (blocks)."""
+    def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
+        """The status of every job trainbot launched here, then each change as it happens.
+
+        Blocks between changes; returns after `timeout_s` seconds (None: never).
+        """
         ...
 
 

@@ -24,6 +24,8 @@ TEMPLATE_NAME = r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?"
 PARAM_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
 # Longest value accepted for one parameter; longer input is refused, not truncated.
 MAX_VALUE_CHARS = 256
+# What a manifest template accepts for parameters it does not declare: no shell syntax, no spaces.
+FREE_VALUE = r"[A-Za-z0-9._:/@%+,=-]{1,256}"
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
 FALSE_WORDS = frozenset({"false", "no", "off", "0"})
 
@@ -156,7 +158,7 @@ class SweepDefaults(_Strict):
 class JobTemplate(_Strict):
     name: Annotated[str, Field(pattern=f"^{TEMPLATE_NAME}$")]
     description: str = ""
-    entrypoint: tuple[str, ...] = Field(min_length=1)
+    entrypoint: tuple[str, ...] = ()
     params: dict[Annotated[str, Field(pattern=f"^{PARAM_NAME}$")], Param] = Field(default_factory=dict)
     workers: Range = Range(default=1, max=8)
     gpus_per_worker: Range = Range(default=0, max=8)
@@ -169,6 +171,15 @@ class JobTemplate(_Strict):
     # Who may launch it (Slack user ids or CLI user names); empty means everyone.
     allowed: tuple[str, ...] = ()
     sweep: SweepDefaults | None = None
+    # A team's RayJob manifest: the entrypoint is theirs, and undeclared `key=value` words are
+    # accepted (values matching FREE_VALUE) and appended to it as `--key value`.
+    from_manifest: bool = False
+
+    @model_validator(mode="after")
+    def _has_entrypoint(self) -> JobTemplate:
+        if not self.entrypoint and not self.from_manifest:
+            raise ValueError("a template needs an `entrypoint` (a list of words, e.g. [python, train.py])")
+        return self
 
     @field_validator("params")
     @classmethod
@@ -190,7 +201,7 @@ class JobTemplate(_Strict):
         values: dict[str, ParamValue] = {k: p.default for k, p in self.params.items() if p.default is not None}
         for word in words:
             key, value = split_assignment(word)
-            param = self.params.get(key)
+            param = self.params.get(key) or (FREE_PARAM if self.from_manifest else None)
             if param is None:
                 known = ", ".join(sorted(self.params)) or "none"
                 raise BadRequest(f"unknown parameter {key!r} for template {self.name} (known: {known})")
@@ -215,6 +226,20 @@ class JobTemplate(_Strict):
         if not 0 <= chosen_gpus <= self.gpus_per_worker.max:
             raise BadRequest(f"--gpus {chosen_gpus}: template {self.name} allows 0 to {self.gpus_per_worker.max}")
         return chosen_workers, chosen_gpus
+
+
+FREE_PARAM = Param(type="str", pattern=FREE_VALUE)
+
+
+def manifest_template(name: str) -> JobTemplate:
+    """A team's existing RayJob as a template; its worker count is whatever its manifest says."""
+    return JobTemplate(
+        name=name,
+        description="a RayJob manifest given with --manifest",
+        workers=Range(default=1, max=10_000),
+        gpus_per_worker=Range(default=0, max=64),
+        from_manifest=True,
+    )
 
 
 def split_assignment(word: str) -> tuple[str, str]:

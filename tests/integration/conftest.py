@@ -1,0 +1,46 @@
+"""One real local Ray head for the whole test session, started the way the local backend starts it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actions.local_head import ensure_head, stop_head
+from actions.settings import Settings
+
+# Above Ray's default worker port range (10002-19999) so the head's own ports never collide with it.
+DASHBOARD_PORT = 28265
+GCS_PORT = 26379
+
+
+@pytest.fixture(scope="session")
+def ray_settings() -> Iterator[Settings]:
+    """Settings of a session-wide local Ray head; its data directory is short enough for Ray's sockets."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    with tempfile.TemporaryDirectory(prefix="tb-", dir="/tmp") as data_dir:
+        settings = Settings(
+            data_dir=Path(data_dir),
+            local_dashboard_port=DASHBOARD_PORT,
+            local_gcs_port=GCS_PORT,
+            local_num_cpus=4,
+        )
+        ensure_head(settings)
+        try:
+            yield settings
+        finally:
+            stop_head()
+
+
+@pytest.fixture(scope="session")
+def ray_env(ray_settings: Settings) -> dict[str, str]:
+    """TRAINBOT_* variables that point a `trainbot` subprocess at the session's head."""
+    return {
+        "TRAINBOT_DATA_DIR": str(ray_settings.data_dir),
+        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(DASHBOARD_PORT),
+        "TRAINBOT_LOCAL_GCS_PORT": str(GCS_PORT),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
