@@ -89,8 +89,14 @@ class Launch:
     @property
     def entrypoint(self) -> str:
         """The shell command Ray runs. A manifest's own entrypoint is kept verbatim, our words appended."""
-        base = str(self.manifest.get("spec", {}).get("entrypoint") or "") if self.manifest else ""
-        return " ".join(part for part in (base, shlex.join(self.argv)) if part)
+        if self.manifest is None:
+            return shlex.join(self.argv)
+        own = str(self.manifest.get("spec", {}).get("entrypoint") or "")
+        if not self.argv:
+            return own
+        # A YAML block entrypoint ends in a newline, and KubeRay hands the entrypoint to bash, which
+        # would run words after that newline as a command of their own.
+        return " ".join(part for part in (own.rstrip(), shlex.join(self.argv)) if part)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -120,7 +126,9 @@ class Backend(Protocol):
 
     def logs(self, name: str, tail: int | None = None) -> str: ...
 
-    def cancel(self, name: str) -> JobStatus: ...
+    def cancel(self, name: str, suspend: bool = False) -> JobStatus:
+        """Stop the job: delete it, or with `suspend` keep it to resume later (where the backend can)."""
+        ...
 
     def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
         """The status of every job trainbot launched here, then each change as it happens.

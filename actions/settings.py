@@ -40,11 +40,14 @@ class Settings(BaseSettings):
     # KubeRay backend. No kubeconfig context means in-cluster config, then ~/.kube/config.
     namespace: str = "default"
     kube_context: str | None = None
-    image: str = "rayproject/ray:2.60.0-py311"
+    # The image deploy/ builds: Ray, torch and trainbot's workloads (the built-in template runs from it).
+    image: str = "ghcr.io/trainbot/trainbot:0.1.0"
     ttl_seconds_after_finished: int = Field(default=3600, ge=0)
 
     # MLflow: None means the sqlite store in the data directory (the embedded default).
     mlflow_tracking_uri: str | None = None
+    # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
+    state_store_url: str | None = None
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:
@@ -54,9 +57,6 @@ class Settings(BaseSettings):
     def state_url(self) -> str:
         """The SQLAlchemy URL of the state store (jobs, who launched what, state history)."""
         return self.state_store_url or f"sqlite:///{(self.data_dir / 'state.db').resolve()}"
-
-    # A PostgreSQL URL works the same; None means sqlite in the data directory.
-    state_store_url: str | None = None
 
     @classmethod
     def settings_customise_sources(

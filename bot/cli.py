@@ -14,6 +14,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from actions.errors import ActionError
+from actions.settings import SettingsError
+from bot.job_commands import add_job_commands
+
 EXIT_USAGE = 2
 
 
@@ -57,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(handler=_diagnose)
     config = commands.add_parser("config", help="print the effective settings")
     config.set_defaults(handler=_config)
+    add_job_commands(commands)
     return parser
 
 
@@ -65,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except UserError as error:
+    except (UserError, ActionError, SettingsError) as error:
         print(f"trainbot: {error}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

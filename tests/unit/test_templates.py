@@ -37,13 +37,19 @@ def test_values_are_parsed_by_their_declared_types(resnet):
 
 
 def test_defaults_fill_what_is_not_given(resnet):
-    assert resnet.parse_params([]) == {"lr": 0.1, "depth": 50, "amp": True, "optimizer": "sgd", "dataset": "imagenet-1k"}
+    assert resnet.parse_params([]) == {
+        "lr": 0.1,
+        "depth": 50,
+        "amp": True,
+        "optimizer": "sgd",
+        "dataset": "imagenet-1k",
+    }
 
 
 @pytest.mark.parametrize("param", ["lr", "depth", "amp", "optimizer", "dataset"])
 @pytest.mark.parametrize("value", HOSTILE)
 def test_shell_syntax_is_refused_for_every_type_with_the_parameter_named(resnet, param, value):
-    with pytest.raises(BadRequest, match=f"^parameter {param}:"):
+    with pytest.raises(BadRequest, match=rf"^parameter {param}:"):
         resnet.parse_params([f"{param}={value}"])
 
 
@@ -133,5 +139,5 @@ def test_a_manifest_template_takes_free_but_plain_values():
     template = manifest_template("rayjob-sample")
     assert template.parse_params(["epochs=3", "data=s3://bucket/x"]) == {"epochs": "3", "data": "s3://bucket/x"}
     for value in HOSTILE:
-        with pytest.raises(BadRequest, match="^parameter epochs:"):
+        with pytest.raises(BadRequest, match=r"^parameter epochs:"):
             template.parse_params([f"epochs={value}"])

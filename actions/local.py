@@ -1,0 +1,127 @@
+"""The embedded backend: jobs on a Ray head on this machine, through Ray's JobSubmissionClient."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from actions.errors import BadRequest, Conflict, NotFound, Unavailable
+from actions.jobs import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
+from actions.local_head import dashboard_url, ensure_head
+from actions.settings import Settings
+from actions.watcher import poll_changes
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails, JobSubmissionClient
+
+POLL_INTERVAL_S = 2.0
+NOT_FOUND = re.compile(r"status code 404|does not exist", re.IGNORECASE)
+TAKEN = re.compile(r"already exists", re.IGNORECASE)
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client: JobSubmissionClient | None = None
+
+    def render(self, launch: Launch) -> dict[str, Any]:
+        """The arguments of JobSubmissionClient.submit_job, as the dry run shows them."""
+        runtime_env = launch.runtime_env()
+        # Checkpoints and step timings land under the data directory, beside the state store.
+        storage = str((self._settings.data_dir / "runs").resolve())
+        runtime_env["env_vars"] = {**runtime_env["env_vars"], "TRAINBOT_STORAGE": storage}
+        return {
+            "submission_id": launch.name,
+            "entrypoint": launch.entrypoint,
+            "runtime_env": runtime_env,
+            "metadata": launch.labels,
+        }
+
+    def submit(self, launch: Launch) -> JobStatus:
+        client = self._connect()
+        try:
+            client.submit_job(**self.render(launch))
+        except RuntimeError as error:
+            if TAKEN.search(str(error)):
+                raise Conflict(f"a local Ray job named {launch.name} already exists; launch again") from None
+            raise Unavailable(f"the local Ray head refused the job: {_first_line(error)}") from None
+        return self.status(launch.name)
+
+    def status(self, name: str) -> JobStatus:
+        client = self._connect()
+        try:
+            details = client.get_job_info(name)
+        except RuntimeError as error:
+            raise _not_found_or_unavailable(name, error) from None
+        return self._status_of(details)
+
+    def logs(self, name: str, tail: int | None = None) -> str:
+        client = self._connect()
+        try:
+            text = client.get_job_logs(name)
+        except RuntimeError as error:
+            raise _not_found_or_unavailable(name, error) from None
+        if tail is None:
+            return text
+        return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""
+
+    def cancel(self, name: str, suspend: bool = False) -> JobStatus:
+        if suspend:
+            raise BadRequest("a local Ray job cannot be suspended, only stopped; drop --suspend")
+        client = self._connect()
+        try:
+            client.stop_job(name)
+        except RuntimeError as error:
+            raise _not_found_or_unavailable(name, error) from None
+        return self.status(name)
+
+    def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
+        return poll_changes(self._managed_statuses, POLL_INTERVAL_S, timeout_s)
+
+    def _managed_statuses(self) -> list[JobStatus]:
+        client = self._connect()
+        try:
+            jobs = client.list_jobs()
+        except RuntimeError as error:
+            raise Unavailable(f"cannot list jobs on the local Ray head: {_first_line(error)}") from None
+        return [self._status_of(job) for job in jobs if (job.metadata or {}).get(MANAGED_BY) == MANAGER]
+
+    def _connect(self) -> JobSubmissionClient:
+        if self._client is None:
+            from ray.job_submission import JobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
+
+            url = ensure_head(self._settings)
+            try:
+                self._client = JobSubmissionClient(url)
+            except (ConnectionError, RuntimeError) as error:
+                raise Unavailable(f"cannot reach the local Ray dashboard at {url}: {_first_line(error)}") from None
+        return self._client
+
+    def _status_of(self, details: JobDetails) -> JobStatus:
+        return JobStatus(
+            name=details.submission_id or details.job_id or "",
+            state=JobState(details.status.value),
+            message=details.message or "",
+            dashboard_url=dashboard_url(self._settings),
+            submission_id=details.submission_id or "",
+            start_time=_from_ms(details.start_time),
+            end_time=_from_ms(details.end_time),
+        )
+
+
+def _from_ms(millis: int | None) -> datetime | None:
+    return datetime.fromtimestamp(millis / 1000, tz=UTC) if millis else None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
+def _not_found_or_unavailable(name: str, error: RuntimeError) -> NotFound | Unavailable:
+    if NOT_FOUND.search(str(error)):
+        return NotFound(f"no job {name!r} on the local Ray head; `trainbot jobs` lists the jobs trainbot launched")
+    return Unavailable(f"the local Ray head did not answer for {name}: {_first_line(error)}")

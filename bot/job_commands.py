@@ -1,0 +1,213 @@
+"""`trainbot launch | sweep | jobs | status | logs | cancel | watch`: parse, call actions, render."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from actions.errors import BadRequest
+from actions.settings import Settings, load_settings
+
+# Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
+MAX_MANIFEST_BYTES = 1 << 20
+
+
+def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    launch = commands.add_parser("launch", help="launch a job from a template or a RayJob manifest")
+    launch.add_argument("words", nargs="*", metavar="TEMPLATE [key=value ...]", help="template and parameters")
+    launch.add_argument("--manifest", type=Path, help="your own RayJob YAML (multi-document allowed)")
+    _sizing(launch)
+    _submission(launch)
+    launch.set_defaults(handler=_launch)
+
+    sweep = commands.add_parser("sweep", help="a Ray Tune sweep over a template, tracked in MLflow")
+    sweep.add_argument("words", nargs="+", metavar="TEMPLATE [key=SPACE ...]", help="e.g. lr=loguniform(1e-4,1e-2)")
+    sweep.add_argument("--trials", type=int, required=True, help="number of trials")
+    sweep.add_argument("--metric", help="metric to optimize (default: the template's)")
+    sweep.add_argument("--mode", choices=("min", "max"), help="minimize or maximize --metric")
+    sweep.add_argument("--scheduler", choices=("asha", "none"), default="none", help="asha stops poor trials early")
+    sweep.add_argument("--workers", type=int, help="Ray workers of the KubeRay cluster the sweep runs on")
+    _submission(sweep)
+    sweep.set_defaults(handler=_sweep)
+
+    jobs = commands.add_parser("jobs", help="jobs trainbot launched, newest first")
+    jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
+    jobs.add_argument("--requester", help="only jobs launched by this person")
+    jobs.add_argument("--limit", type=int, default=50, help="at most this many (1 or more)")
+    _output(jobs)
+    jobs.set_defaults(handler=_jobs)
+
+    status = commands.add_parser("status", help="a job's state now, and its history")
+    status.add_argument("job", metavar="JOB", help="job name or a unique prefix of it")
+    _output(status)
+    status.set_defaults(handler=_status)
+
+    logs = commands.add_parser("logs", help="a job's driver log")
+    logs.add_argument("job", metavar="JOB")
+    logs.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    logs.set_defaults(handler=_logs)
+
+    cancel = commands.add_parser("cancel", help="stop a job")
+    cancel.add_argument("job", metavar="JOB")
+    cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
+    _output(cancel)
+    cancel.set_defaults(handler=_cancel)
+
+    watch = commands.add_parser("watch", help="print each state change of trainbot's jobs as it happens")
+    watch.add_argument("--backend", choices=("local", "kuberay"))
+    watch.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long (default: never)")
+    watch.add_argument("-o", "--output", choices=("text", "json"), default="text", help="json: one object a line")
+    watch.set_defaults(handler=_watch)
+
+
+def _sizing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, help="Ray Train workers (default: the template's)")
+    parser.add_argument("--gpus", type=int, help="GPUs per worker (default: the template's)")
+
+
+def _submission(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("local", "kuberay"), help="default: TRAINBOT_BACKEND (local)")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
+    parser.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
+    _output(parser)
+
+
+def _output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+
+
+def _settings() -> Settings:
+    return load_settings()
+
+
+def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred on purpose
+    from actions.operations import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
+
+    return Jobs(settings)
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from actions.planning import plan_launch, plan_manifest_launch  # noqa: PLC0415
+
+    settings = _settings()
+    requester = args.requester or getpass.getuser()
+    if args.manifest:
+        if args.backend == "local":
+            raise BadRequest("a RayJob manifest runs on KubeRay; drop --backend local")
+        args.backend = "kuberay"
+        plan = plan_manifest_launch(
+            _read_manifest(args.manifest), str(args.manifest), args.words,
+            requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
+        )  # fmt: skip
+    else:
+        if not args.words or "=" in args.words[0]:
+            raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
+        plan = plan_launch(
+            settings, args.words[0], args.words[1:],
+            requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
+        )  # fmt: skip
+    return _submit_or_print(settings, plan, args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from actions.planning import SweepOptions, plan_sweep  # noqa: PLC0415
+
+    settings = _settings()
+    options = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
+    plan = plan_sweep(
+        settings, args.words[0], args.words[1:], options,
+        requester=args.requester or getpass.getuser(), backend=args.backend or settings.backend, workers=args.workers,
+    )  # fmt: skip
+    return _submit_or_print(settings, plan, args)
+
+
+def _submit_or_print(settings: Settings, plan: Any, args: argparse.Namespace) -> int:
+    if args.dry_run:  # no state store, no cluster: only what would be sent
+        from actions.operations import backend_named  # noqa: PLC0415
+
+        _print(backend_named(settings, args.backend).render(plan), args.output, text=None)
+        return 0
+    record = _jobs_service(settings).launch(plan, args.backend)
+    _print(
+        record.to_dict(),
+        args.output,
+        text=f"launched {record.name} on {record.backend} ({record.state})\n"
+        f"  follow it: trainbot status {record.name} · trainbot logs {record.name} · trainbot cancel {record.name}",
+    )
+    return 0
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from bot.job_view import jobs_table  # noqa: PLC0415
+
+    if args.limit < 1:
+        raise BadRequest("--limit takes a number of jobs, 1 or more")
+    records = _jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
+    _print([record.to_dict() for record in records], args.output, text=jobs_table(records))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from bot.job_view import status_text  # noqa: PLC0415
+
+    jobs = _jobs_service(_settings())
+    status = jobs.status(args.job)
+    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
+    document = {**status.to_dict(), "history": [event.to_dict() for event in history]}
+    _print(document, args.output, text=status_text(status, history))
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    if args.tail is not None and args.tail < 0:
+        raise BadRequest("--tail takes a number of lines, 0 or more")
+    text = _jobs_service(_settings()).logs(args.job, args.tail)
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    status = _jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
+    action = "suspend" if args.suspend else "stop"
+    _print(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from actions.watcher import watch  # noqa: PLC0415
+
+    jobs = _jobs_service(_settings())
+    for transition in watch(jobs.backend(args.backend), jobs.store, timeout_s=args.timeout):
+        if args.output == "json":  # one JSON object a line, so a pipe can read each as it comes
+            print(json.dumps(transition.to_dict(), ensure_ascii=False), flush=True)
+        else:
+            previous = transition.previous or "new"
+            print(f"{transition.job}: {previous} -> {transition.current}", flush=True)
+    return 0
+
+
+def _read_manifest(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BadRequest(f"{path}: larger than {MAX_MANIFEST_BYTES >> 10} KiB; is this a RayJob manifest?")
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadRequest(f"{path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise BadRequest(f"{path}: not a UTF-8 text file; give a RayJob YAML manifest") from None
+
+
+def _print(document: Any, output: str, text: str | None) -> None:
+    """As JSON, YAML, or the text form; with no text form (a manifest), text means YAML."""
+    if output == "json":
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    elif output == "yaml" or text is None:
+        print(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), end="")
+    else:
+        print(text)

@@ -1,0 +1,111 @@
+"""Planning a launch or a sweep: names, argv, search spaces, and the refusals a person can fix."""
+
+import json
+import re
+import shlex
+
+import pytest
+
+from actions.errors import BadRequest
+from actions.jobs import DNS_1035, MANAGED_BY, MAX_JOB_NAME, label_value, new_job_name
+from actions.planning import SweepOptions, plan_launch, plan_sweep
+from actions.search_space import parse_space
+from actions.settings import Settings
+from actions.templates import TINY_TRANSFORMER
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(data_dir=tmp_path)
+
+
+def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
+    first = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+    second = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+    assert first.name != second.name
+    assert DNS_1035.match(first.name) and len(first.name) <= MAX_JOB_NAME
+    assert first.labels[MANAGED_BY] == "trainbot"
+    assert first.labels["trainbot.dev/template"] == "tiny-transformer"
+    assert first.labels["trainbot.dev/requester"] == "U024BE7LH"
+
+
+def test_the_entrypoint_is_the_argv_joined_by_shlex(settings):
+    launch = plan_launch(settings, "tiny-transformer", ["lr=0.01", "strategy=fsdp"], requester="a", workers=4)
+    assert shlex.split(launch.entrypoint) == launch.argv
+    assert launch.argv[:3] == ["python", "-m", "workloads.tiny_transformer"]
+    assert launch.argv[launch.argv.index("--lr") + 1] == "0.01"
+    assert launch.argv[launch.argv.index("--num-workers") + 1] == "4"
+    assert launch.runtime_env()["env_vars"]["TRAINBOT_JOB"] == launch.name
+
+
+@pytest.mark.parametrize("prefix", ["x" * 200, "Ünïcode Template!", "9-lives", "---", "a--b"])
+def test_names_stay_dns_1035_whatever_the_prefix(prefix):
+    name = new_job_name(prefix)
+    assert DNS_1035.match(name), name
+    assert len(name) <= MAX_JOB_NAME
+
+
+@pytest.mark.parametrize("requester", ["alice@example.com", "Ünïcode user", "x" * 100, "<@U1|bob>", "..."])
+def test_any_requester_becomes_a_valid_label_value(requester):
+    value = label_value(requester)
+    assert re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]", value), value
+
+
+def test_a_sweep_space_is_typed_and_bounded():
+    space = parse_space(
+        TINY_TRANSFORMER, ["lr=loguniform(1e-4, 1e-2)", "layers=randint(1,4)", "strategy=choice(ddp,fsdp)", "epochs=3"]
+    )
+    assert space["lr"] == {"loguniform": [1e-4, 1e-2]}
+    assert space["layers"] == {"randint": [1, 4]}
+    assert space["strategy"] == {"choice": ["ddp", "fsdp"]}
+    assert space["epochs"] == 3
+    assert space["batch_size"] == TINY_TRANSFORMER.params["batch_size"].default
+
+
+@pytest.mark.parametrize(
+    ("word", "message"),
+    [
+        ("seed=loguniform(0,5)", "seed: loguniform needs bounds above 0"),
+        ("lr=uniform(0.1)", "lr: uniform takes two bounds"),
+        ("lr=uniform(0.5,0.1)", "needs the low bound first"),
+        ("lr=uniform(0.1,5)", "lr: 5.0 is above the maximum 1"),
+        ("lr=uniform(0.1,$(id))", "lr: '\\$\\(id\\)' is not a number"),
+        ("strategy=uniform(1,2)", "strategy: uniform\\(...\\) needs a number parameter"),
+        ("strategy=choice(ddp,zero3)", "strategy: 'zero3' is not one of ddp, fsdp"),
+        ("lr=randint(1,2)", "lr: randint needs an int parameter"),
+        ("momentum=choice(1,2)", "unknown parameter 'momentum'"),
+        ("lr=gaussian(1,2)", "lr: 'gaussian\\(1,2\\)' is not a number"),
+    ],
+)
+def test_bad_spaces_name_the_parameter(word, message):
+    with pytest.raises(BadRequest, match=message):
+        parse_space(TINY_TRANSFORMER, [word])
+
+
+def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
+    options = SweepOptions(trials=10, scheduler="asha")
+    launch = plan_sweep(
+        settings, "tiny-transformer", ["lr=loguniform(1e-4,1e-2)"], options, requester="a", backend="local"
+    )
+    argv = shlex.split(launch.entrypoint)
+    assert argv[:3] == ["python", "-m", "workloads.sweep"]
+    assert json.loads(argv[argv.index("--space") + 1])["lr"] == {"loguniform": [1e-4, 1e-2]}
+    assert argv[argv.index("--trials") + 1] == "10"
+    assert argv[argv.index("--scheduler") + 1] == "asha"
+    assert argv[argv.index("--metric") + 1] == "val_loss"
+    assert argv[argv.index("--tracking-uri") + 1] == settings.tracking_uri()
+    assert argv[argv.index("--sweep-id") + 1] == launch.name
+    assert launch.kind == "sweep"
+
+
+@pytest.mark.parametrize(
+    ("words", "options", "backend", "message"),
+    [
+        (["epochs=3"], SweepOptions(trials=10), "local", "nothing to search"),
+        (["lr=uniform(0.1,0.2)"], SweepOptions(trials=0), "local", "--trials 0"),
+        (["lr=uniform(0.1,0.2)"], SweepOptions(trials=10), "kuberay", "TRAINBOT_MLFLOW_TRACKING_URI"),
+    ],
+)
+def test_sweeps_refuse_what_cannot_run(settings, words, options, backend, message):
+    with pytest.raises(BadRequest, match=message):
+        plan_sweep(settings, "tiny-transformer", words, options, requester="a", backend=backend)
