@@ -208,7 +208,7 @@ def _kind_of(document: Any) -> str:
 def apply_launch(manifest: dict[str, Any], launch: Launch, settings: Settings) -> dict[str, Any]:
     """A team's RayJob, as load_manifest returns it, as this launch: their spec, with only our fields set.
 
-    Set: a fresh name (server-set metadata dropped), the namespace when they gave none, our labels over
+    Set: a fresh name (server-set metadata dropped), trainbot's namespace (theirs must match), our labels over
     theirs on the RayJob and its pod templates, the entrypoint with the launch's words appended, and the
     first worker group's size (with GPUs only when asked for). Everything else, shutdown and TTL
     included, stays as they wrote it. `manifest` is not changed.
@@ -219,7 +219,14 @@ def apply_launch(manifest: dict[str, Any], launch: Launch, settings: Settings) -
     for key in SERVER_SET_METADATA:
         metadata.pop(key, None)
     metadata["name"] = launch.name
-    metadata["namespace"] = metadata.get("namespace") or settings.namespace
+    own_namespace = metadata.get("namespace")
+    if own_namespace and own_namespace != settings.namespace:
+        # trainbot follows, logs and cancels its jobs in one namespace; one elsewhere would be lost to it.
+        raise BadRequest(
+            f"this RayJob is for namespace {own_namespace!r} but trainbot launches in {settings.namespace!r}: "
+            f"remove metadata.namespace or set TRAINBOT_NAMESPACE={own_namespace}"
+        )
+    metadata["namespace"] = settings.namespace
     metadata["labels"] = _mapping(metadata, "labels", "metadata") | launch.labels
     spec = rayjob["spec"]
     _set_entrypoint(spec, launch)

@@ -266,10 +266,11 @@ def test_an_unknown_rayjob_is_not_found(backend):
         backend.status("tiny-transformer-zzzzzz")
 
 
-def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend):
+def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend, settings):
     standin.call(standin.api.namespaces.add, "team-a")
-    launch = team_launch(TEAM_MANIFEST.replace("{name: team-job,", "{name: team-job, namespace: team-a,"))
-    backend.submit(launch)
+    team_a = KubeRayBackend(settings.model_copy(update={"namespace": "team-a"}), standin.api_client())
+    launch = team_launch(TEAM_MANIFEST)
+    team_a.submit(launch)
     standin.set_status(launch.name, RUNNING, namespace="team-a")
     assert backend.status(f"team-a/{launch.name}").state == JobState.RUNNING
     with pytest.raises(NotFound, match="in namespace default"):

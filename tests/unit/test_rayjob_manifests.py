@@ -230,6 +230,7 @@ def test_a_sample_launched_as_written_keeps_its_spec_and_passes_the_crd(rayjob_c
     manifest = load_sample(sample)
     untouched = copy.deepcopy(manifest)
     launch = manifest_launch(manifest)
+    settings = settings.model_copy(update={"namespace": manifest["metadata"].get("namespace", "ml-team")})
     rayjob = apply_launch(manifest, launch, settings)
     assert manifest == untouched
     assert_accepted(rayjob, rayjob_crd)
@@ -285,7 +286,7 @@ apiVersion: ray.io/v1alpha1
 kind: RayJob
 metadata:
   name: exported
-  namespace: team-a
+  namespace: ml-team
   uid: 0b9f4c1e-1111-2222-3333-444455556666
   resourceVersion: "81234"
   creationTimestamp: 2024-05-01T10:00:00Z
@@ -305,11 +306,23 @@ status: {jobStatus: SUCCEEDED, jobDeploymentStatus: Complete}
     assert "status" not in rayjob
     assert rayjob["metadata"] == {
         "name": launch.name,
-        "namespace": "team-a",
+        "namespace": "ml-team",
         "labels": {"team": "vision"} | launch.labels,
     }
     assert rayjob["spec"]["entrypoint"] == "python train.py --epochs 3"
     assert manifest["metadata"]["name"] == "exported" and "status" in manifest
+
+
+def test_a_manifest_for_another_namespace_is_refused_with_the_fix(settings):
+    manifest = load_manifest(
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: x, namespace: team-b}\n"
+        "spec: {clusterSelector: {ray.io/cluster: c}, entrypoint: python t.py}\n",
+        "other.yaml",
+    )
+    with pytest.raises(
+        BadRequest, match=r"namespace 'team-b' but trainbot launches in 'ml-team'.*TRAINBOT_NAMESPACE=team-b"
+    ):
+        apply_launch(manifest, manifest_launch(manifest), settings)
 
 
 def test_yaml_aliases_are_copied_apart_and_dates_stay_strings(settings):
