@@ -66,7 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # `trainbot sweep T --trials 10 lr=...`: key=value words may come after options too.
+    args, extra = parser.parse_known_args(argv)
+    if extra and (not hasattr(args, "words") or any(word.startswith("-") for word in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.words += extra
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

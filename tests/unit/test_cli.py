@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from diagnosers.findings import FINDING_IDS
+from tests.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 TRAINBOT = Path(sys.executable).with_name("trainbot")
@@ -89,3 +91,52 @@ def test_diagnose_does_not_import_torch_or_ray_train():
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_kuberay_dry_run_prints_a_rayjob_the_crd_accepts(tmp_path):
+    result = run(
+        "launch", "tiny-transformer", "lr=0.01", "--workers", "4", "--gpus", "1",
+        "--backend", "kuberay", "--dry-run", "-o", "yaml",
+        env={"TRAINBOT_DATA_DIR": str(tmp_path / "data")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rayjob = yaml.safe_load(result.stdout)
+    assert rayjob["kind"] == "RayJob"
+    workers = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    assert workers["replicas"] == 4
+    assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert not (tmp_path / "data").exists(), "a dry run must leave nothing behind"
+    if not RAYJOB_CRD.is_file():
+        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
+    assert problems(RAYJOB_CRD, rayjob) == []
+
+
+def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
+    sample = SAMPLES_DIR / "ray-job.pytorch-mnist.yaml"
+    if not sample.is_file():
+        pytest.skip(f"{sample} is absent: the KubeRay samples come with the shared checkout beside the repo")
+    result = run("launch", "--manifest", str(sample), "epochs=3", "--dry-run", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rayjob = json.loads(result.stdout)
+    assert rayjob["spec"]["entrypoint"].endswith(" --epochs 3")
+    assert rayjob["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainbot"
+    assert problems(RAYJOB_CRD, rayjob) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["launch", "tiny-transformer", "lr=1;reboot", "--dry-run"], "parameter lr: '1;reboot' is not a number"),
+        (["launch", "tiny-transformer", "batch_size=`id`", "--dry-run"], "parameter batch_size: '`id`' is not an"),
+        (["launch", "nope", "--dry-run"], "no template 'nope'; known templates: tiny-transformer"),
+        (["launch", "lr=0.1", "--dry-run"], "name a template first"),
+        (["launch", "--manifest", "/nonexistent.yaml", "--dry-run"], "/nonexistent.yaml: cannot read it"),
+        (["sweep", "tiny-transformer", "--trials", "3", "lr=0.1", "--dry-run"], "nothing to search"),
+        (["jobs", "--limit", "0"], "--limit takes a number of jobs"),
+    ],
+)
+def test_launch_mistakes_exit_2_with_one_line(args, message):
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"trainbot: {message}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
