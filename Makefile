@@ -31,6 +31,8 @@ test: lint
 
 bench: install
 	$(PYTHON) bench/diagnose_scale.py
+	$(PYTHON) bench/step_timer_overhead.py
+	$(PYTHON) bench/sweep_overhead.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -6,6 +6,7 @@ dashboard URL that Ray's JobSubmissionClient and the diagnosers' collectors use.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -31,7 +32,14 @@ def head_running(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/api/version", timeout=PROBE_TIMEOUT_S) as response:
             return response.status == 200
-    except (OSError, urllib.error.URLError):
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            raise Unavailable(
+                f"a Ray head at {url} requires a token (Ray token auth); stop it with `ray stop`, or give "
+                "trainbot another TRAINBOT_LOCAL_DASHBOARD_PORT and TRAINBOT_LOCAL_GCS_PORT"
+            ) from None
+        return False
+    except OSError:
         return False
 
 
@@ -62,9 +70,17 @@ def ensure_head(settings: Settings) -> str:
     ]  # fmt: skip
     if settings.local_num_cpus:
         command += ["--num-cpus", str(settings.local_num_cpus)]
+    # Job entrypoints say `python`: put this interpreter's bin first so they run where trainbot's
+    # workloads and torch are installed, not in whatever `python` the shell would find.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    # Ray turns token auth on by itself once ~/.ray/auth_token exists (any earlier ray.init writes it);
+    # this head listens on loopback only, and its clients (our CLI, the collectors) send no token.
+    env = {**os.environ, "PATH": path, "RAY_AUTH_MODE": "disabled"}
     log = ray_dir / "head-start.log"
     with log.open("w", encoding="utf-8") as out:
-        started = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=START_TIMEOUT_S, check=False)
+        started = subprocess.run(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=START_TIMEOUT_S, check=False
+        )
     if started.returncode != 0:
         raise Unavailable(f"could not start the local Ray head (exit {started.returncode}); see {log}")
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -15,7 +15,7 @@ from actions.jobs import Launch, new_job_name
 from actions.rayjob import load_manifest
 from actions.search_space import parse_space, searched
 from actions.settings import Settings
-from actions.templates import JobTemplate, find_template, load_templates, manifest_template
+from actions.templates import JobTemplate, ParamValue, find_template, load_templates, manifest_template
 
 MAX_TRIALS = 1000
 SWEEP_DRIVER = ("python", "-m", "workloads.sweep")
@@ -46,18 +46,7 @@ def plan_launch(
 ) -> Launch:
     template = find_template(templates_of(settings), template_name)
     template.authorize(requester)
-    params = template.parse_params(words)
-    size = template.size(workers, gpus_per_worker)
-    return Launch(
-        name=new_job_name(template.name),
-        kind="train",
-        template=template,
-        params=params,
-        workers=size[0],
-        gpus_per_worker=size[1],
-        requester=requester,
-        argv=template.argv(params, *size),
-    )
+    return training_launch(template, template.parse_params(words), template.size(workers, gpus_per_worker), requester)
 
 
 def plan_manifest_launch(
@@ -79,6 +68,17 @@ def plan_manifest_launch(
         size = (manifest_workers(manifest), 0)
     else:
         size = template.size(manifest_workers(manifest) if workers is None else workers, gpus_per_worker)
+    return training_launch(template, params, size, requester, manifest)
+
+
+def training_launch(
+    template: JobTemplate,
+    params: dict[str, ParamValue],
+    size: tuple[int, int],
+    requester: str,
+    manifest: dict[str, Any] | None = None,
+) -> Launch:
+    """A training job of `size` (workers, GPUs per worker) under a fresh name."""
     return Launch(
         name=new_job_name(template.name),
         kind="train",

@@ -1,4 +1,5 @@
-"""Sweep search spaces typed by a person: `lr=loguniform(1e-4,1e-2)`, `strategy=choice(ddp,fsdp)`, `epochs=3`.
+"""Sweep search spaces typed by a person: `lr=loguniform(1e-4,1e-2)`, `layers=randint(1,4)` (both ends
+included), `strategy=choice(ddp,fsdp)` or a fixed `epochs=3`.
 
 Every bound and choice is parsed by the parameter's declared type and checked against its bounds,
 so the JSON handed to the sweep driver holds only values a launch would accept.

@@ -25,6 +25,7 @@ class StepTimer:
         sync: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], float] = time.time,
+        first_step: int = 0,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self._out: TextIO = (folder / f"rank-{rank}.jsonl").open("a", encoding="utf-8")
@@ -32,8 +33,10 @@ class StepTimer:
         self._sync = sync or (lambda: None)
         self._clock = clock
         self._wall_clock = wall_clock
-        self._step = 0
+        # A resumed run continues its step count, so a rank's file reads as one run.
+        self._step = first_step
         self._phases: dict[Phase, float] = {"data": 0.0, "comm": 0.0}
+        self._last: dict[str, float | int | None] | None = None
 
     @contextmanager
     def step(self, samples: int | None = None) -> Iterator[None]:
@@ -53,7 +56,13 @@ class StepTimer:
         }
         self._out.write(json.dumps(record) + "\n")
         self._out.flush()
+        self._last = record
         self._step += 1
+
+    @property
+    def last_record(self) -> dict[str, float | int | None] | None:
+        """The record of the latest finished step, as written; None before the first."""
+        return self._last
 
     @contextmanager
     def phase(self, name: Phase) -> Iterator[None]:

@@ -28,8 +28,8 @@ def ray_settings() -> Iterator[Settings]:
             local_gcs_port=GCS_PORT,
             local_num_cpus=4,
         )
-        ensure_head(settings)
         try:
+            ensure_head(settings)
             yield settings
         finally:
             stop_head()

@@ -12,6 +12,7 @@ import pytest
 from actions.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from actions.jobs import JobState, Launch, new_job_name
 from actions.kuberay import DELETED_MESSAGE, KubeRayBackend
+from actions.planning import training_launch
 from actions.rayjob import load_manifest
 from actions.settings import Settings
 from actions.templates import TINY_TRANSFORMER, manifest_template
@@ -57,17 +58,7 @@ def backend(standin, settings) -> KubeRayBackend:
 
 
 def launch_of(workers=2, gpus=0, words=("lr=0.01",)) -> Launch:
-    params = TINY_TRANSFORMER.parse_params(list(words))
-    return Launch(
-        name=new_job_name("tiny-transformer"),
-        kind="train",
-        template=TINY_TRANSFORMER,
-        params=params,
-        workers=workers,
-        gpus_per_worker=gpus,
-        requester="alice",
-        argv=TINY_TRANSFORMER.argv(params, workers, gpus),
-    )
+    return training_launch(TINY_TRANSFORMER, TINY_TRANSFORMER.parse_params(list(words)), (workers, gpus), "alice")
 
 
 def team_launch(text: str = TEAM_MANIFEST, argv=()) -> Launch:

@@ -13,6 +13,7 @@ import yaml
 
 from actions.errors import BadRequest
 from actions.jobs import Launch, new_job_name
+from actions.planning import training_launch
 from actions.rayjob import GPU, MAX_MANIFEST_BYTES, apply_launch, build_rayjob, load_manifest
 from actions.settings import Settings
 from actions.templates import TINY_TRANSFORMER, JobTemplate, manifest_template
@@ -49,17 +50,7 @@ def sample_files() -> list[Any]:
 
 
 def template_launch(template: JobTemplate = TINY_TRANSFORMER, words=(), workers=2, gpus=0) -> Launch:
-    params = template.parse_params(list(words))
-    return Launch(
-        name=new_job_name(template.name),
-        kind="train",
-        template=template,
-        params=params,
-        workers=workers,
-        gpus_per_worker=gpus,
-        requester="alice@example.com",
-        argv=template.argv(params, workers, gpus),
-    )
+    return training_launch(template, template.parse_params(list(words)), (workers, gpus), "alice@example.com")
 
 
 def manifest_launch(manifest: dict, argv=(), workers: int | None = None, gpus=0) -> Launch:

@@ -1,11 +1,13 @@
 """Job templates: typed parameters refuse what is not a value of their type, config templates validate."""
 
+import dataclasses
 import shlex
 
 import pytest
 
 from actions.errors import BadRequest, Forbidden, NotFound
 from actions.templates import TINY_TRANSFORMER, find_template, load_templates, manifest_template
+from workloads.train_config import TrainConfig
 
 HOSTILE = ["1;rm -rf /", "$(id)", "`id`", "1\nid", "0.1 && id", "x|sh", "${HOME}", "'", '"']
 CONFIGURED = {
@@ -141,3 +143,10 @@ def test_a_manifest_template_takes_free_but_plain_values():
     for value in HOSTILE:
         with pytest.raises(BadRequest, match=r"^parameter epochs:"):
             template.parse_params([f"epochs={value}"])
+
+
+def test_the_built_in_template_and_the_trainer_agree_on_parameters_and_defaults():
+    # workloads/ may not import actions/, so the trainer keeps its own copy; this keeps them equal.
+    trainer = {field.name: field.default for field in dataclasses.fields(TrainConfig)}
+    template = {name: param.default for name, param in TINY_TRANSFORMER.params.items()}
+    assert template == trainer
