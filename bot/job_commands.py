@@ -7,12 +7,15 @@ import getpass
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from actions.errors import BadRequest
 from actions.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from actions.jobs import Launch
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
@@ -40,7 +43,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
     jobs.add_argument("--requester", help="only jobs launched by this person")
     jobs.add_argument("--limit", type=int, default=50, help="at most this many (1 or more)")
-    _output(jobs)
+    _output(jobs, names=True)
     jobs.set_defaults(handler=_jobs)
 
     status = commands.add_parser("status", help="a job's state now, and its history")
@@ -75,11 +78,13 @@ def _submission(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("local", "kuberay"), help="default: TRAINBOT_BACKEND (local)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
     parser.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
-    _output(parser)
+    _output(parser, names=True)
 
 
-def _output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+def _output(parser: argparse.ArgumentParser, names: bool = False) -> None:
+    # `-o name` prints only job names, for scripts: JOB=$(trainbot launch tiny-transformer -o name)
+    choices = ("text", "json", "yaml", "name") if names else ("text", "json", "yaml")
+    parser.add_argument("-o", "--output", choices=choices, default="text")
 
 
 def _settings() -> Settings:
@@ -127,13 +132,20 @@ def _sweep(args: argparse.Namespace) -> int:
     return _submit_or_print(settings, plan, args)
 
 
-def _submit_or_print(settings: Settings, plan: Any, args: argparse.Namespace) -> int:
+def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace) -> int:
     if args.dry_run:  # no state store, no cluster: only what would be sent
         from actions.operations import backend_named  # noqa: PLC0415
 
-        _print(backend_named(settings, args.backend).render(plan), args.output, text=None)
+        rendered = backend_named(settings, args.backend).render(plan)
+        if args.output == "name":
+            print(plan.name)
+        else:
+            _print(rendered, args.output, text=None)
         return 0
     record = _jobs_service(settings).launch(plan, args.backend)
+    if args.output == "name":
+        print(record.name)
+        return 0
     _print(
         record.to_dict(),
         args.output,
@@ -149,7 +161,10 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise BadRequest("--limit takes a number of jobs, 1 or more")
     records = _jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
-    _print([record.to_dict() for record in records], args.output, text=jobs_table(records))
+    if args.output == "name":
+        print("\n".join(record.name for record in records))
+    else:
+        _print([record.to_dict() for record in records], args.output, text=jobs_table(records))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from actions.jobs import DNS_1035
 from diagnosers.findings import FINDING_IDS
 from tests.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 
@@ -78,17 +80,26 @@ def test_default_data_dir_is_dot_trainbot():
     assert json.loads(result.stdout)["data_dir"] == ".trainbot"
 
 
-def test_diagnose_does_not_import_torch_or_ray_train():
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["diagnose", str(EXAMPLES / "compute-bound")],
+        ["launch", "tiny-transformer", "--dry-run"],
+        ["launch", "tiny-transformer", "--backend", "kuberay", "--dry-run"],
+        ["sweep", "tiny-transformer", "--trials", "2", "lr=uniform(0.001,0.01)", "--dry-run"],
+    ],
+    ids=["diagnose", "launch-local", "launch-kuberay", "sweep"],
+)
+def test_the_bot_side_never_imports_torch_or_ray_train(argv):
     code = (
-        "import sys; from bot.cli import main; main(['diagnose', sys.argv[1]]); "
-        "assert 'torch' not in sys.modules and 'ray.train' not in sys.modules, 'heavy import'"
+        "import sys, json; from bot.cli import main; main(json.loads(sys.argv[1])); "
+        "from actions.local import LocalBackend; from actions.kuberay import KubeRayBackend; "
+        "from actions.operations import Jobs; import ray.job_submission; "
+        "heavy = [m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith(('ray.train', 'ray.tune'))]; "
+        "assert not heavy, heavy"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code, str(EXAMPLES / "compute-bound")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [sys.executable, "-c", code, json.dumps(argv)], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
 
@@ -140,3 +151,28 @@ def test_launch_mistakes_exit_2_with_one_line(args, message):
     assert result.returncode == 2
     assert result.stderr.startswith(f"trainbot: {message}"), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_kuberay_sweep_dry_run_is_one_rayjob_running_the_driver():
+    result = run(
+        "sweep", "tiny-transformer", "--trials", "10", "lr=loguniform(1e-4,1e-2)",
+        "--backend", "kuberay", "--dry-run", "-o", "json",
+        env={"TRAINBOT_MLFLOW_TRACKING_URI": "http://mlflow.ml.svc:5000"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rayjob = json.loads(result.stdout)
+    argv = shlex.split(rayjob["spec"]["entrypoint"])
+    assert argv[:3] == ["python", "-m", "workloads.sweep"]
+    assert argv[argv.index("--tracking-uri") + 1] == "http://mlflow.ml.svc:5000"
+    assert rayjob["metadata"]["labels"]["trainbot.dev/kind"] == "sweep"
+    if not RAYJOB_CRD.is_file():
+        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
+    assert problems(RAYJOB_CRD, rayjob) == []
+
+
+def test_output_name_prints_only_a_fresh_job_name():
+    first = run("launch", "tiny-transformer", "--dry-run", "-o", "name")
+    second = run("launch", "tiny-transformer", "--dry-run", "-o", "name")
+    assert first.returncode == 0, first.stderr
+    assert DNS_1035.match(first.stdout.strip()) and first.stdout.count("\n") == 1
+    assert first.stdout != second.stdout
