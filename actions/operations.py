@@ -49,10 +49,14 @@ class Jobs:
 
     def status(self, job: str) -> JobStatus:
         """The backend's status now, recorded in the store when trainbot launched the job."""
+        return self.locate_status(job)[0]
+
+    def locate_status(self, job: str) -> tuple[JobStatus, str]:
+        """The job's status now and the name of the backend that runs it."""
         name, backend = self._locate(job)
         status = backend.status(name)
         self.store.record_status(status)
-        return status
+        return status, backend.name
 
     def logs(self, job: str, tail: int | None = None) -> str:
         name, backend = self._locate(job)

@@ -14,6 +14,8 @@ import yaml
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from diagnosers.collect.target import DCGM_METRICS
+
 CONFIG_ENV = "TRAINBOT_CONFIG"
 
 
@@ -48,6 +50,22 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
     state_store_url: str | None = None
+
+    # Live collection (trainbot diagnose JOB / collect JOB). No Prometheus URL: metrics "not-configured".
+    prometheus_url: str = ""
+    prometheus_token: str = ""
+    # true, false, or the path of a CA bundle for a Prometheus behind private TLS.
+    prometheus_verify: bool | str = True
+    # dcgm-exporter's default counters; Ray's ray_node_* metrics are read when none of these has a series.
+    prometheus_metrics: tuple[str, ...] = DCGM_METRICS
+    prometheus_pod_label: str = "pod"
+    prometheus_host_label: str = "Hostname"
+    # The Ray dashboard to read; empty means the local head's or the RayJob's own (status.dashboardURL).
+    ray_dashboard_url: str = ""
+    ray_dashboard_token: str = ""
+    collect_deadline_s: float = Field(default=60.0, gt=0)
+    collect_request_timeout_s: float = Field(default=10.0, gt=0)
+    collect_log_max_mb: int = Field(default=8, ge=1)
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import traceback
@@ -19,6 +20,8 @@ from actions.settings import SettingsError
 from bot.job_commands import add_job_commands
 
 EXIT_USAGE = 2
+# A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
+JOB_NAME = re.compile(r"([a-z0-9][-a-z0-9]*/)?[A-Za-z0-9][-_A-Za-z0-9]*")
 
 
 class UserError(Exception):
@@ -31,7 +34,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
     try:
-        diagnosis = diagnose_path(Path(args.path))
+        if is_bundle_path(args.target):
+            diagnosis = diagnose_path(Path(args.target))
+        else:
+            from bot.job_commands import collect_live  # noqa: PLC0415 - settings, store, backends
+
+            with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
+                diagnosis = diagnose_path(collect_live(args.target, Path(scratch) / args.target.replace("/", "_")))
     except NotABundle as error:
         raise UserError(str(error)) from None
     if args.json:
@@ -39,6 +48,12 @@ def _diagnose(args: argparse.Namespace) -> int:
     else:
         print(render_text(diagnosis))
     return 0
+
+
+def is_bundle_path(target: str) -> bool:
+    """A path (existing, or written like one) rather than a job name: job names have no dots or slashes
+    beyond KubeRay's `namespace/name`."""
+    return Path(target).exists() or not JOB_NAME.fullmatch(target)
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -55,8 +70,10 @@ def _config(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    diagnose = commands.add_parser("diagnose", help="diagnose an evidence bundle (folder or .tar.gz)")
-    diagnose.add_argument("path", metavar="PATH", help="bundle folder or .tar.gz")
+    diagnose = commands.add_parser("diagnose", help="diagnose a job live, or an evidence bundle (folder or .tar.gz)")
+    diagnose.add_argument(
+        "target", metavar="JOB|PATH", help="a job (name or prefix, RayJob name, Ray submission id) or a bundle"
+    )
     diagnose.add_argument("--json", action="store_true", help="print the diagnosis JSON of BUNDLE.md")
     diagnose.set_defaults(handler=_diagnose)
     config = commands.add_parser("config", help="print the effective settings")

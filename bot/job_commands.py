@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,13 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
     _output(cancel)
     cancel.set_defaults(handler=_cancel)
+
+    collect = commands.add_parser("collect", help="collect a job's evidence bundle from the live sources")
+    collect.add_argument("job", metavar="JOB", help="job name or prefix, RayJob name or Ray submission id")
+    collect.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE", help="bundle.tar.gz (or a folder name)"
+    )
+    collect.set_defaults(handler=_collect)
 
     watch = commands.add_parser("watch", help="print each state change of trainbot's jobs as it happens")
     watch.add_argument("--backend", choices=("local", "kuberay"))
@@ -205,6 +213,35 @@ def _watch(args: argparse.Namespace) -> int:
             previous = transition.previous or "new"
             print(f"{transition.job}: {previous} -> {transition.current}", flush=True)
     return 0
+
+
+def collect_live(job: str, folder: Path) -> Path:
+    """The job's evidence, collected from its live sources into `folder`."""
+    from actions.collecting import collect_job  # noqa: PLC0415
+
+    settings = _settings()
+    return collect_job(settings, _jobs_service(settings), job, folder)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from diagnosers.collect.bundle_writer import archive  # noqa: PLC0415
+
+    out: Path = args.output
+    if out.exists():
+        raise BadRequest(f"{out} exists already; give a new file name")
+    if out.name.endswith((".tar.gz", ".tgz")):
+        with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
+            bundle = collect_live(args.job, Path(scratch) / out.name.removesuffix(".gz").removesuffix(".tar"))
+            sources = _sources_of(bundle)
+            archive(bundle, out)
+    else:
+        sources = _sources_of(collect_live(args.job, out))
+    print(f"{out}: " + ", ".join(f"{name} {status}" for name, status in sources.items()))
+    return 0
+
+
+def _sources_of(bundle: Path) -> dict[str, str]:
+    return json.loads((bundle / "bundle.json").read_text(encoding="utf-8")).get("sources", {})
 
 
 def _read_manifest(path: Path) -> str:
