@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # The CPU wheel on these machines; an unpinned torch pulls GBs of CUDA packages.
 TORCH := torch==2.13.0
 
-.PHONY: install run test lint bench clean
+.PHONY: install prometheus run test lint bench clean
 
 install: $(STAMP)
 
@@ -22,11 +22,21 @@ run: install
 		echo "== $$bundle"; $(VENV)/bin/trainbot diagnose "$$bundle" || exit $$?; echo; \
 	done
 
+# Debian's Prometheus and promtool for the live-collection tests; without apt and root they skip, saying why.
+prometheus:
+	@if ! command -v promtool >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+		else \
+			echo "prometheus is not installed and cannot be (no apt-get or not root): its tests will skip"; \
+		fi; \
+	fi
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: lint
+test: lint prometheus
 	$(VENV)/bin/pytest
 
 bench: install
