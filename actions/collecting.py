@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 from actions.jobs import JobStatus
-from actions.local_head import dashboard_url, temp_dir
+from actions.local_head import HEAD_HOST, dashboard_url, temp_dir
 from actions.operations import Jobs
 from actions.settings import Settings
 from diagnosers.collect.collector import Source, collect
@@ -62,7 +62,8 @@ def _local(
         end=status.end_time,
         world_size=world[0],
         gpus_per_worker=world[1],
-        hosts=(socket.gethostname(),),
+        # DCGM series name the host; Ray's own node metrics name the node IP, loopback for this head.
+        hosts=(socket.gethostname(), HEAD_HOST),
         dashboard_url=settings.ray_dashboard_url or dashboard_url(settings),
         session_dir=str(temp_dir(settings) / "session_latest"),
         steps_dir=str((settings.data_dir / "runs" / status.name / "steps").resolve()),

@@ -11,10 +11,11 @@ Instead the stand-in keeps objects in a kmock ObjectsArray (with their history) 
   breaks the RayJob CRD schema (defaults applied first, tests/crd_schema.py) or the name rule of
   KubeRay's validating webhook (DNS-1035, at most 47 characters); 400 for unknown fields when the
   client asks for fieldValidation=Strict;
-- get, list with labelSelector (=, ==, !=, exists, !exists), merge-patch, delete; Kubernetes-shaped 404s;
+- get, list with labelSelector (=, ==, !=, exists, !exists) and paging (limit, continue), merge-patch,
+  delete; Kubernetes-shaped 404s; RayClusters and events are served too, stored with `put`;
 - watch from a resourceVersion (only later events), timeoutSeconds, labelSelector, and 410 Expired once
   `compact()` forgot the history a watch asks for;
-- pod logs as text/plain with tailLines;
+- pod logs as text/plain with tailLines, per container, and the previous container's (previous=true);
 - switches: `uninstall(resource)` answers 404 as when a CRD is absent, `forbid(verb, resource)` 403;
 - `set_status(...)` writes a RayJob's status as the KubeRay operator does (the whole status at once).
 
@@ -45,6 +46,8 @@ from tests.crd_schema import load_schema, schema_problems, unknown_fields, with_
 T = TypeVar("T")
 RAYJOBS = kmock.resource("ray.io", "v1", "rayjobs")
 PODS = kmock.resource("", "v1", "pods")
+RAYCLUSTERS = kmock.resource("ray.io", "v1", "rayclusters")
+EVENTS = kmock.resource("", "v1", "events")
 VERB_ACTIONS = {
     "create": kmock.action.CREATE,
     "get": kmock.action.FETCH,
@@ -86,6 +89,8 @@ class KubeStandin(kmock.KubernetesScaffold):
     namespaces: set[str] = attrs.field(factory=lambda: {"default"})
     objects: kmock.ObjectsArray = attrs.field(factory=kmock.ObjectsArray, init=False)
     pod_logs: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False)
+    # (namespace, pod, container, previous) -> log; a pod without one here answers pod_logs for any container.
+    container_logs: dict[tuple[str, str, str, bool], str] = attrs.field(factory=dict, init=False)
     _revision: int = attrs.field(default=0, init=False)
     # (resourceVersion, event type, resource, object) for watches that resume from a resourceVersion.
     _events: list[tuple[int, str, kmock.resource, dict[str, Any]]] = attrs.field(factory=list, init=False)
@@ -97,6 +102,8 @@ class KubeStandin(kmock.KubernetesScaffold):
         super().__attrs_post_init__()
         self.resources[RAYJOBS] = kmock.ResourceInfo(kind="RayJob", namespaced=True, subresources={"status"})
         self.resources[PODS] = kmock.ResourceInfo(kind="Pod", namespaced=True, subresources={"log"})
+        self.resources[RAYCLUSTERS] = kmock.ResourceInfo(kind="RayCluster", namespaced=True, subresources={"status"})
+        self.resources[EVENTS] = kmock.ResourceInfo(kind="Event", namespaced=True)
         # Fallbacks, so that a test's own reactions (and forbid) come first.
         self.fallback[kmock.action.CREATE] << self._create
         self.fallback[kmock.action.FETCH] << self._fetch
@@ -155,6 +162,16 @@ class KubeStandin(kmock.KubernetesScaffold):
         self.objects[PODS, namespace, name] = pod
         self.pod_logs[namespace, name] = log
         await self._publish("ADDED", PODS, pod)
+
+    async def put(self, resource: kmock.resource, obj: dict[str, Any]) -> None:
+        """Store an object as its controller (or the kubelet, for events) would write it, whole."""
+        stored = copy.deepcopy(obj)
+        metadata = stored.setdefault("metadata", {})
+        metadata.setdefault("namespace", "default")
+        metadata.setdefault("uid", str(uuid.uuid4()))
+        metadata["resourceVersion"] = str(self._next_revision())
+        self._store(resource, metadata["namespace"], metadata["name"], stored)
+        await self._publish("ADDED", resource, stored)
 
     async def close_watches(self) -> None:
         """End every open watch now, so that the server can stop without waiting for their timeouts."""
@@ -232,7 +249,16 @@ class KubeStandin(kmock.KubernetesScaffold):
         if container not in containers:
             message = f"container {container} is not valid for pod {request.name}"
             return status_body(400, "BadRequest", message)
-        lines = self.pod_logs.get((str(request.namespace), str(request.name)), "").splitlines(keepends=True)
+        previous = request.params.get("previous") == "true"
+        key = (str(request.namespace), str(request.name), container, previous)
+        if key in self.container_logs:
+            text = self.container_logs[key]
+        elif previous:  # the API server's answer when the container never restarted
+            message = f'previous terminated container "{container}" in pod "{request.name}" not found'
+            return status_body(400, "BadRequest", message)
+        else:
+            text = self.pod_logs.get((str(request.namespace), str(request.name)), "")
+        lines = text.splitlines(keepends=True)
         if "tailLines" in request.params:
             lines = lines[max(0, len(lines) - int(request.params["tailLines"])) :]
         return answer(200, "".join(lines).encode(), "text/plain")
@@ -248,11 +274,15 @@ class KubeStandin(kmock.KubernetesScaffold):
             if kind == resource and not stored.deleted and request.namespace in (None, namespace)
             if selector(stored.raw)
         ]
+        # The continue token is an offset here; the API server's is opaque, which clients must not read anyway.
+        start, limit = int(request.params.get("continue") or 0), int(request.params.get("limit") or 0)
+        end = start + limit if limit else len(items)
+        metadata = {"resourceVersion": str(self._revision)} | ({"continue": str(end)} if end < len(items) else {})
         listing = {
             "apiVersion": f"{resource.group}/{resource.version}".lstrip("/"),
             "kind": f"{self.resources[resource].kind}List",
-            "metadata": {"resourceVersion": str(self._revision)},
-            "items": items,
+            "metadata": metadata,
+            "items": items[start:end],
         }
         return answer(200, listing)
 
@@ -460,6 +490,13 @@ class ServedStandin:
         self, name: str, labels: dict[str, str], log: str, created: datetime, namespace: str = "default"
     ) -> None:
         self.run(self.api.add_pod(namespace, name, labels, log, created))
+
+    def put(self, resource: kmock.resource, obj: dict[str, Any]) -> None:
+        self.run(self.api.put(resource, obj))
+
+    def set_log(self, pod: str, container: str, text: str, previous: bool = False, namespace: str = "default") -> None:
+        """The log of one container of a pod, or of its previous (restarted) instance."""
+        self.call(self.api.container_logs.__setitem__, (namespace, pod, container, previous), text)
 
     def rayjob(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
         """A copy of the stored RayJob now, or None when there is none."""

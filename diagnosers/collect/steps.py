@@ -6,6 +6,7 @@ from pathlib import Path
 
 from diagnosers.collect.bundle_writer import NOT_CONFIGURED, OK, BundleWriter, error_status
 from diagnosers.collect.deadline import Deadline
+from diagnosers.collect.local_logs import read_tail
 from diagnosers.collect.target import CollectConfig, Target
 
 MAX_RANK_FILES = 1024
@@ -22,18 +23,6 @@ def collect_steps(target: Target, config: CollectConfig, writer: BundleWriter, d
         return
     for path in sorted(folder.glob("*.jsonl"))[:MAX_RANK_FILES]:
         deadline.timeout(config.request_timeout_s)
-        writer.write_bytes(f"steps/{path.name}", tail_bytes(path, config.log_max_bytes))
+        if data := read_tail(path, config.log_max_bytes):
+            writer.write_bytes(f"steps/{path.name}", data)
     writer.source("steps", OK)
-
-
-def tail_bytes(path: Path, limit: int) -> bytes:
-    """The file's last `limit` bytes, starting at a line boundary when it had to be cut."""
-    with path.open("rb") as handle:
-        size = handle.seek(0, 2)
-        if size <= limit:
-            handle.seek(0)
-            return handle.read()
-        handle.seek(size - limit)
-        data = handle.read()
-    newline = data.find(b"\n")
-    return data[newline + 1 :] if newline >= 0 else data

@@ -22,8 +22,13 @@ PATTERNS = (
             "exceeds the memory usage threshold",
             "killed due to memory pressure",
             "ray.exceptions.OutOfMemoryError",
+            "kill details",
+            "exceeded threshold of",
         ],
         r"(?P<what>Task was killed due to the node running low on memory"
+        r"|[1-9]\d* worker\(s\) were killed due to the node running low on memory"
+        r"|Killing [1-9]\d* worker\(s\), kill details"
+        r"|Memory usage \d+B exceeded threshold of \d+B"
         r"|which exceeds the memory usage threshold of [\d.]+"
         r"|\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)"
         r"|ray\.exceptions\.OutOfMemoryError)"
@@ -33,6 +38,12 @@ PATTERNS = (
             "Memory on the node (IP: 10.0.0.5, ID: 7f3) where the task (task ID: 2b, name=train, pid=311, memory "
             "used=28.1GB) was running was 30.11GB / 31.35GB (0.960481), which exceeds the memory usage threshold "
             "of 0.95.",
+            # Ray 2.60's raylet.out
+            "[2026-11-22 15:30:01,123 I 5123 5123] (raylet) node_manager.cc:2960: Killing 1 worker(s), kill "
+            "details: Memory on the node (IP: 127.0.0.1, ID: 9e1) where the lease was running was 9.52GB / 23.5GB",
+            "[2026-11-22 15:30:01,123 I 5123 5123] (raylet) memory_monitor.cc:120: OOM kill reason: Memory usage "
+            "10223616000B exceeded threshold of 10094327808B (40.0% of 25235819520B limit)",
+            "1 worker(s) were killed due to the node running low on memory. Memory on the node (IP: 10.0.0.5)",
             "(raylet) [2024-05-01 10:00:00,000 E 1 1] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
             "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 3fa, IP: "
             "10.0.0.5) over the last time period.",

@@ -21,6 +21,8 @@ GCS_PORT = 26379
 def ray_settings() -> Iterator[Settings]:
     """Settings of a session-wide local Ray head; its data directory is short enough for Ray's sockets."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # The memory-kill test needs Ray's monitor to act at 40% of RAM; it reads this only at head start.
+    os.environ.setdefault("RAY_memory_usage_threshold", "0.4")
     with tempfile.TemporaryDirectory(prefix="tb-", dir="/tmp") as data_dir:
         settings = Settings(
             data_dir=Path(data_dir),

@@ -1,0 +1,292 @@
+"""The Kubernetes source against the API stand-in (tests/kube_standin.py) over real HTTP: what it saves, how
+its logs are cut, what its status says when the cluster refuses or does not answer, and that the bundle it
+writes is diagnosed as the job's failure."""
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kmock
+import kubernetes
+import pytest
+
+from diagnosers.collect.bundle_writer import BundleWriter
+from diagnosers.collect.collector import SourceUnavailable, collect
+from diagnosers.collect.deadline import Deadline
+from diagnosers.collect.kubernetes import collect_kubernetes
+from diagnosers.collect.target import CollectConfig, Target
+from diagnosers.engine import diagnose_path
+from tests.kube_standin import EVENTS, PODS, RAYCLUSTERS, RAYJOBS, ServedStandin
+
+NAMESPACE = "default"
+JOB = "llm-ft-a1b2c3"
+CLUSTER = f"{JOB}-raycluster-x7k2p"
+HEAD, WORKER, PENDING = f"{CLUSTER}-head-9qz4d", f"{CLUSTER}-gpu-worker-b2m8r", f"{CLUSTER}-gpu-worker-t5n1c"
+OOM_TRACEBACK = """Traceback (most recent call last):
+  File "/app/train.py", line 88, in <module>
+    loss.backward()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB \
+of which 1.02 GiB is free.
+"""
+FAILED_IMAGE_PULL = Path(__file__).parents[2] / "examples" / "bundles" / "failed-image-pull"
+
+
+@pytest.fixture
+def standin() -> Iterator[ServedStandin]:
+    with ServedStandin() as served:
+        yield served
+
+
+def config_for(client: kubernetes.client.ApiClient | None, **changes: object) -> CollectConfig:
+    return CollectConfig(**{"kube_client": client, "request_timeout_s": 2.0, "deadline_s": 10.0} | changes)
+
+
+def target(job: str = JOB, namespace: str = NAMESPACE, raycluster: str = "") -> Target:
+    return Target(job=job, backend="kuberay", namespace=namespace, rayjob=job, raycluster=raycluster)
+
+
+def pod(name: str, phase: str, containers: dict[str, dict], labels: dict[str, str] | None = None) -> dict:
+    """A pod with one status per container: {"name": {"state": ..., "restartCount": n}}."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels or {"ray.io/cluster": CLUSTER}},
+        "spec": {"containers": [{"name": container, "image": "rayproject/ray:2.60.0-gpu"} for container in containers]},
+        "status": {
+            "phase": phase,
+            "containerStatuses": [{"name": container, **status} for container, status in containers.items()],
+        },
+    }
+
+
+def event(name: str, kind: str, about: str, reason: str, message: str, kind_type: str = "Warning") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "involvedObject": {"kind": kind, "name": about, "namespace": NAMESPACE},
+        "reason": reason,
+        "message": message,
+        "type": kind_type,
+    }
+
+
+RUNNING = {"state": {"running": {"startedAt": "2026-05-01T10:00:00Z"}}, "restartCount": 0}
+RESTARTED = {
+    "state": {"running": {"startedAt": "2026-05-01T10:20:00Z"}},
+    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+    "restartCount": 1,
+}
+WAITING = {"state": {"waiting": {"reason": "ContainerCreating"}}, "restartCount": 0}
+UNSCHEDULED = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available."
+
+
+def a_failed_job(standin: ServedStandin) -> None:
+    """A RayJob whose restarted worker ran out of GPU memory and whose second worker cannot be scheduled."""
+    standin.put(
+        RAYJOBS,
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {"name": JOB, "namespace": NAMESPACE},
+            "spec": {"entrypoint": "python train.py"},
+            "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed", "rayClusterName": CLUSTER},
+        },
+    )
+    standin.put(RAYCLUSTERS, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": CLUSTER}})
+    standin.put(PODS, pod(HEAD, "Running", {"ray-head": RUNNING}))
+    standin.put(PODS, pod(WORKER, "Running", {"ray-worker": RESTARTED, "log-sidecar": RUNNING}))
+    standin.put(PODS, pod(PENDING, "Pending", {"ray-worker": WAITING}))
+    standin.put(PODS, pod("someone-else-abcde", "Running", {"main": RUNNING}, labels={"app": "other"}))
+    standin.set_log(HEAD, "ray-head", "Ray runtime started.\n")
+    standin.set_log(WORKER, "ray-worker", "restarted, waiting for the job\n")
+    standin.set_log(WORKER, "ray-worker", "epoch 1\n" + OOM_TRACEBACK, previous=True)
+    standin.set_log(WORKER, "log-sidecar", "shipping logs\n")
+    standin.put(EVENTS, event("e1", "Pod", PENDING, "FailedScheduling", UNSCHEDULED))
+    standin.put(EVENTS, event("e2", "Pod", "someone-else-abcde", "BackOff", "Back-off restarting failed container"))
+    # A worker KubeRay replaced: the pod is gone, its event is still about this job.
+    standin.put(EVENTS, event("e3", "Pod", f"{CLUSTER}-gpu-worker-gone1", "Killing", "Stopping container", "Normal"))
+
+
+def collected(standin: ServedStandin, folder: Path, **changes: object) -> Path:
+    config = config_for(standin.api_client(), **changes)
+    return collect(target(), config, folder, {"k8s": collect_kubernetes})
+
+
+def sources(folder: Path) -> dict[str, str]:
+    return json.loads((folder / "bundle.json").read_text())["sources"]
+
+
+def test_a_failed_job_is_collected_and_diagnosed_from_its_files(standin, tmp_path):
+    a_failed_job(standin)
+    folder = collected(standin, tmp_path / "bundle")
+    assert sources(folder) == {"k8s": "ok", "logs": "ok"}
+    assert sorted(path.name for path in (folder / "k8s").iterdir()) == [
+        "events.json",
+        "pods.json",
+        "raycluster.json",
+        "rayjob.json",
+    ]
+    assert {path.name for path in (folder / "logs").iterdir()} == {
+        f"{HEAD}.ray-head.log",
+        f"{WORKER}.log-sidecar.log",
+        f"{WORKER}.ray-worker.log",
+        f"{WORKER}.ray-worker.previous.log",
+    }
+    assert (folder / "logs" / f"{WORKER}.ray-worker.previous.log").read_text().endswith(OOM_TRACEBACK)
+    pods = json.loads((folder / "k8s" / "pods.json").read_text())
+    assert (pods["kind"], [item["metadata"]["name"] for item in pods["items"]]) == ("PodList", [HEAD, WORKER, PENDING])
+    events = json.loads((folder / "k8s" / "events.json").read_text())
+    assert (events["kind"], [item["metadata"]["name"] for item in events["items"]]) == ("EventList", ["e1", "e3"])
+    diagnosis = diagnose_path(folder)
+    assert diagnosis.verdict == "failed"
+    assert {"gpu-oom", "insufficient-gpu"} <= {finding.id for finding in diagnosis.findings}
+
+
+def test_objects_are_saved_as_the_api_server_sent_them(standin, tmp_path):
+    a_failed_job(standin)
+    folder = collected(standin, tmp_path / "bundle")
+    served = standin.rayjob(JOB)
+    assert json.loads((folder / "k8s" / "rayjob.json").read_text()) == served
+    (pod_list,) = [
+        request
+        for request in standin.api[kmock.action.LIST, PODS]
+        if "ray.io/cluster" in request.params["labelSelector"]
+    ]
+    assert pod_list.params["labelSelector"] == f"ray.io/cluster={CLUSTER}"
+
+
+def test_the_submitter_jobs_pods_are_collected_by_either_job_label(standin, tmp_path):
+    a_failed_job(standin)
+    submitter = pod(f"{JOB}-q8w2e", "Failed", {"ray-job-submitter": RUNNING}, labels={"job-name": JOB})
+    standin.put(PODS, submitter)
+    standin.set_log(submitter["metadata"]["name"], "ray-job-submitter", "submitting\n")
+    folder = collected(standin, tmp_path / "bundle")
+    names = [item["metadata"]["name"] for item in json.loads((folder / "k8s" / "pods.json").read_text())["items"]]
+    assert names == [HEAD, WORKER, PENDING, f"{JOB}-q8w2e"]
+    assert (folder / "logs" / f"{JOB}-q8w2e.ray-job-submitter.log").read_text() == "submitting\n"
+
+
+def test_logs_are_cut_to_their_last_bytes_at_a_line_start(standin, tmp_path):
+    a_failed_job(standin)
+    lines = [f"step {number:05d} loss 0.{number:04d}\n" for number in range(20_000)]
+    standin.set_log(HEAD, "ray-head", "".join(lines))
+    folder = collected(standin, tmp_path / "bundle", log_max_bytes=1000)
+    kept = (folder / "logs" / f"{HEAD}.ray-head.log").read_text()
+    assert 1000 - len(lines[0]) < len(kept) <= 1000
+    assert kept.endswith(lines[-1]) and kept.startswith("step ")
+
+
+def test_events_are_read_in_pages(standin, tmp_path):
+    a_failed_job(standin)
+    for number in range(600):
+        standin.put(EVENTS, event(f"noise-{number}", "Pod", "someone-else-abcde", "Pulled", "Pulled", "Normal"))
+    folder = collected(standin, tmp_path / "bundle")
+    events = json.loads((folder / "k8s" / "events.json").read_text())["items"]
+    assert [item["metadata"]["name"] for item in events] == ["e1", "e3"]
+    assert [request.params.get("continue") for request in standin.api[kmock.action.LIST, EVENTS]] == [None, "500"]
+
+
+def test_forbidden_pods_are_named_and_the_rest_is_collected(standin, tmp_path):
+    a_failed_job(standin)
+    standin.call(standin.api.forbid, "list", PODS)
+    folder = collected(standin, tmp_path / "bundle")
+    assert sources(folder)["k8s"] == ("error: forbidden: trainbot's service account needs `list` on pods in default")
+    assert sorted(path.name for path in (folder / "k8s").iterdir()) == ["events.json", "raycluster.json", "rayjob.json"]
+    # Without the pods, events are still kept for their names as KubeRay writes them.
+    assert [item["metadata"]["name"] for item in json.loads((folder / "k8s" / "events.json").read_text())["items"]] == [
+        "e1",
+        "e3",
+    ]
+
+
+def test_forbidden_logs_are_the_logs_status(standin, tmp_path):
+    a_failed_job(standin)
+    standin.call(standin.api.forbid, "get", PODS)  # pods/log is a get on pods in the stand-in
+    folder = collected(standin, tmp_path / "bundle")
+    assert sources(folder) == {
+        "k8s": "ok",
+        "logs": "error: forbidden: trainbot's service account needs `get` on pods/log in default",
+    }
+    assert not (folder / "logs").exists()
+
+
+def test_a_missing_rayjob_is_named_and_its_pods_and_events_still_collected(standin, tmp_path):
+    a_failed_job(standin)
+    folder = collect(
+        target(job="llm-ft-zzzzzz", raycluster=CLUSTER),
+        config_for(standin.api_client()),
+        tmp_path / "bundle",
+        {"k8s": collect_kubernetes},
+    )
+    assert sources(folder)["k8s"] == "error: no RayJob llm-ft-zzzzzz in default"
+    assert sorted(path.name for path in (folder / "k8s").iterdir()) == ["events.json", "pods.json", "raycluster.json"]
+
+
+def test_a_missing_crd_is_named(standin, tmp_path):
+    a_failed_job(standin)
+    standin.call(standin.api.uninstall, RAYCLUSTERS)
+    folder = collected(standin, tmp_path / "bundle")
+    assert sources(folder)["k8s"] == "error: the API server does not serve rayclusters.ray.io (is its CRD installed?)"
+    assert (folder / "k8s" / "pods.json").is_file()
+
+
+def test_no_client_is_not_configured(tmp_path):
+    folder = collect(target(), config_for(None), tmp_path / "bundle", {"k8s": collect_kubernetes})
+    assert sources(folder) == {"k8s": "not-configured", "logs": "not-configured"}
+
+
+def test_an_api_server_that_is_down_is_unreachable_at_once(tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        host = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=host))
+    started = time.monotonic()
+    with pytest.raises(SourceUnavailable, match=rf"^unreachable: {host}: .*Connection refused"):
+        collect_kubernetes(target(), config_for(client), BundleWriter(tmp_path / "bundle"), Deadline(10))
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_hanging_api_server_is_bounded_by_the_request_timeout(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as hanging:  # accepts connections, never answers
+        host = f"http://127.0.0.1:{hanging.getsockname()[1]}"
+        client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=host))
+        started = time.monotonic()
+        folder = collect(
+            target(), config_for(client, request_timeout_s=0.3), tmp_path / "bundle", {"k8s": collect_kubernetes}
+        )
+        elapsed = time.monotonic() - started
+    assert sources(folder)["k8s"].startswith(f"unreachable: {host}: ")
+    assert "timed out" in sources(folder)["k8s"]
+    assert elapsed < 2 * 0.3  # one request timeout: the timed-out read is not retried
+
+
+def ray_unreachable(target: Target, config: CollectConfig, writer: BundleWriter, deadline: Deadline) -> None:
+    """The Ray dashboard as the saved bundle recorded it: a cluster that never started has none."""
+    raise SourceUnavailable("unreachable")
+
+
+def test_the_failed_image_pull_example_is_diagnosed_the_same_when_collected(standin, tmp_path):
+    saved = json.loads((FAILED_IMAGE_PULL / "k8s" / "events.json").read_text())
+    namespace = json.loads((FAILED_IMAGE_PULL / "bundle.json").read_text())["namespace"]
+    for item in saved["items"]:
+        standin.put(EVENTS, item)
+    job = "resnet-sweep-01"
+    folder = collect(
+        target(job=job, namespace=namespace, raycluster=f"{job}-raycluster"),
+        config_for(standin.api_client()),
+        tmp_path / "bundle",
+        {"k8s": collect_kubernetes, "ray": ray_unreachable},
+    )
+    collected_events = json.loads((folder / "k8s" / "events.json").read_text())["items"]
+    assert [item["metadata"]["name"] for item in collected_events] == [
+        item["metadata"]["name"] for item in saved["items"]
+    ]
+    expected, got = diagnose_path(FAILED_IMAGE_PULL), diagnose_path(folder)
+    assert (got.verdict, [finding.id for finding in got.findings]) == (
+        expected.verdict,
+        [finding.id for finding in expected.findings],
+    )
+    assert expected.verdict == "failed"
