@@ -62,8 +62,9 @@ def _local(
         end=status.end_time,
         world_size=world[0],
         gpus_per_worker=world[1],
-        # DCGM series name the host; Ray's own node metrics name the node IP, loopback for this head.
-        hosts=(socket.gethostname(), HEAD_HOST),
+        # DCGM series name the host; Ray's node metrics carry the machine's outward IP, even for this
+        # loopback head.
+        hosts=(socket.gethostname(), HEAD_HOST, outward_ip()),
         dashboard_url=settings.ray_dashboard_url or dashboard_url(settings),
         session_dir=str(temp_dir(settings) / "session_latest"),
         steps_dir=str((settings.data_dir / "runs" / status.name / "steps").resolve()),
@@ -107,6 +108,16 @@ def _kuberay(
         "prometheus": collect_prometheus,
     }
     return target, collect_config(settings, connect(settings.kube_context)), sources
+
+
+def outward_ip() -> str:
+    """The address this machine would use to reach another (a UDP connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never routed anywhere
+            return probe.getsockname()[0]
+        except OSError:
+            return HEAD_HOST
 
 
 def _with_scheme(url: str) -> str:

@@ -66,11 +66,13 @@ def backfill(openmetrics: Path, data_dir: Path) -> None:
 
 
 @contextmanager
-def running_prometheus(data_dir: Path) -> Iterator[str]:
-    """Serve `data_dir` on a free loopback port; yields the base URL once /-/ready answers."""
+def running_prometheus(data_dir: Path, scrape_configs: str = "[]") -> Iterator[str]:
+    """Serve `data_dir` on a free loopback port; yields the base URL once /-/ready answers.
+
+    With no `scrape_configs` (YAML) the server only serves what was backfilled.
+    """
     config = data_dir.parent / f"{data_dir.name}-prometheus.yml"
-    # No scrape jobs: the server only serves what was backfilled.
-    config.write_text("global:\n  evaluation_interval: 1h\nscrape_configs: []\n")
+    config.write_text(f"global:\n  evaluation_interval: 1h\nscrape_configs: {scrape_configs}\n")
     log = data_dir.parent / f"{data_dir.name}-prometheus.log"
     port = free_port()
     with log.open("wb") as log_file:

@@ -7,7 +7,9 @@ import tarfile
 
 import pytest
 
+from actions.local_head import temp_dir
 from tests.integration.cli import launch, trainbot, wait_for
+from tests.prometheus_server import missing_binaries, running_prometheus
 
 pytestmark = pytest.mark.integration
 
@@ -67,3 +69,25 @@ def test_collect_refuses_to_overwrite_and_unknown_jobs_say_how_to_list(ray_env, 
     unknown = trainbot(ray_env, "diagnose", "no-such-job-42", check=False)
     assert unknown.returncode == 2
     assert "trainbot jobs" in unknown.stderr
+
+
+def test_a_live_job_with_prometheus_scraping_ray_gets_its_node_metrics(ray_env, ray_settings, tmp_path):
+    if reason := missing_binaries():
+        pytest.skip(reason)
+    # Prometheus scrapes the Ray head's own metrics through the service discovery file Ray writes.
+    discovery = temp_dir(ray_settings) / "prom_metrics_service_discovery.json"
+    file_sd = f"[{{files: ['{discovery}'], refresh_interval: 1s}}]"
+    scrape = f"[{{job_name: ray, scrape_interval: 1s, file_sd_configs: {file_sd}}}]"
+    with running_prometheus(tmp_path / "tsdb", scrape_configs=scrape) as prometheus:
+        env = {**ray_env, "TRAINBOT_PROMETHEUS_URL": prometheus}
+        job = launch(env, "launch", "tiny-transformer", "epochs=2", "steps_per_epoch=10", "--workers", "2")
+        assert wait_for(env, job, {"SUCCEEDED", "FAILED"})["state"] == "SUCCEEDED"
+        bundle = tmp_path / "bundle"
+        trainbot(env, "collect", job, "-o", str(bundle))
+    sources = json.loads((bundle / "bundle.json").read_text())["sources"]
+    assert sources["prometheus"] == "ok", sources
+    collected = {path.stem for path in (bundle / "prometheus").glob("*.json")}
+    assert "ray_node_cpu_utilization" in collected, collected
+    matrix = json.loads((bundle / "prometheus" / "ray_node_cpu_utilization.json").read_text())
+    assert matrix["status"] == "success"
+    assert matrix["data"]["result"], "no series for this job's host"
