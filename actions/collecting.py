@@ -23,7 +23,11 @@ def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
     record = jobs.store.get(status.name) if jobs.store.known(status.name) else None
     world = (record.workers, record.gpus_per_worker) if record else (None, None)
     if backend == "kuberay":
-        target, config, sources = _kuberay(settings, status, world)
+        from actions.kuberay import KubeRayBackend  # noqa: PLC0415 - the Kubernetes client loads only here
+
+        kuberay = jobs.backend("kuberay")
+        client = kuberay.api_client() if isinstance(kuberay, KubeRayBackend) else None
+        target, config, sources = _kuberay(settings, status, world, client)
     else:
         target, config, sources = _local(settings, status, world)
     return collect(target, config, folder, sources)
@@ -79,9 +83,8 @@ def _local(
 
 
 def _kuberay(
-    settings: Settings, status: JobStatus, world: tuple[int | None, int | None]
+    settings: Settings, status: JobStatus, world: tuple[int | None, int | None], kube_client: object
 ) -> tuple[Target, CollectConfig, dict[str, Source]]:
-    from actions.kuberay import connect  # noqa: PLC0415
     from diagnosers.collect.kubernetes import collect_kubernetes  # noqa: PLC0415
     from diagnosers.collect.prometheus import collect_prometheus  # noqa: PLC0415
     from diagnosers.collect.ray_dashboard import collect_dashboard  # noqa: PLC0415
@@ -107,7 +110,7 @@ def _kuberay(
         "ray": collect_dashboard,
         "prometheus": collect_prometheus,
     }
-    return target, collect_config(settings, connect(settings.kube_context)), sources
+    return target, collect_config(settings, kube_client), sources
 
 
 def outward_ip() -> str:

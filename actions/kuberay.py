@@ -64,7 +64,7 @@ class KubeRayBackend:
     def submit(self, launch: Launch) -> JobStatus:
         rayjob = self.render(launch)
         namespace = rayjob["metadata"]["namespace"]
-        api = kubernetes.client.CustomObjectsApi(self._client())
+        api = kubernetes.client.CustomObjectsApi(self.api_client())
         with self._answering("create", RAYJOBS, namespace, launch.name):
             # The cluster's own CRD and admission judge the RayJob first, with nothing created. Strict:
             # a field the CRD does not know (a typo in a team's manifest) is refused, not dropped.
@@ -106,7 +106,7 @@ class KubeRayBackend:
         A suspended RayJob stays, PENDING, until spec.suspend is set back to false.
         """
         namespace, name = self._address(name)
-        api = kubernetes.client.CustomObjectsApi(self._client())
+        api = kubernetes.client.CustomObjectsApi(self.api_client())
         if not suspend:
             with self._answering("delete", RAYJOBS, namespace, name):
                 last = api.delete_namespaced_custom_object(
@@ -167,7 +167,7 @@ class KubeRayBackend:
     def _relisted(self, last_seen: dict[str, JobStatus]) -> Generator[JobStatus, None, str]:
         """List trainbot's RayJobs, yield what differs from `last_seen`, and return the list's resourceVersion."""
         namespace = self._settings.namespace
-        api = kubernetes.client.CustomObjectsApi(self._client())
+        api = kubernetes.client.CustomObjectsApi(self.api_client())
         with self._answering("list", RAYJOBS, namespace):
             listing = api.list_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, label_selector=TRAINBOT_JOBS, _request_timeout=REQUEST_TIMEOUT_S
@@ -184,7 +184,7 @@ class KubeRayBackend:
     def _watched(self, resource_version: str, window_s: float) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event type, RayJob) after `resource_version`, for at most `window_s` seconds."""
         namespace = self._settings.namespace
-        api = kubernetes.client.CustomObjectsApi(self._client())
+        api = kubernetes.client.CustomObjectsApi(self.api_client())
         watch = kubernetes.watch.Watch()
         events = watch.stream(
             api.list_namespaced_custom_object,
@@ -208,7 +208,7 @@ class KubeRayBackend:
                 watch.stop()
 
     def _rayjob(self, namespace: str, name: str) -> dict[str, Any]:
-        api = kubernetes.client.CustomObjectsApi(self._client())
+        api = kubernetes.client.CustomObjectsApi(self.api_client())
         with self._answering("get", RAYJOBS, namespace, name):
             return api.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
@@ -216,7 +216,7 @@ class KubeRayBackend:
 
     def _submitter_pod(self, namespace: str, job_name: str) -> kubernetes.client.V1Pod | None:
         """The newest pod of the submitter K8s Job, if it has one yet."""
-        core = kubernetes.client.CoreV1Api(self._client())
+        core = kubernetes.client.CoreV1Api(self.api_client())
         for label in SUBMITTER_JOB_LABELS:
             with self._answering("list", "pods", namespace):
                 pods = core.list_namespaced_pod(
@@ -227,7 +227,7 @@ class KubeRayBackend:
         return None
 
     def _pod_log(self, namespace: str, pod: kubernetes.client.V1Pod, tail: int | None) -> str:
-        core = kubernetes.client.CoreV1Api(self._client())
+        core = kubernetes.client.CoreV1Api(self.api_client())
         with self._answering("get", "pods/log", namespace, pod.metadata.name):
             return core.read_namespaced_pod_log(
                 pod.metadata.name,
@@ -241,7 +241,8 @@ class KubeRayBackend:
         namespace, _, job = name.rpartition("/")
         return namespace or self._settings.namespace, job
 
-    def _client(self) -> kubernetes.client.ApiClient:
+    def api_client(self) -> kubernetes.client.ApiClient:
+        """The Kubernetes client this backend (and collection for its jobs) talks through."""
         if self._api_client is None:
             self._api_client = connect(self._settings.kube_context)
         return self._api_client
@@ -254,10 +255,10 @@ class KubeRayBackend:
         except ApiException as error:
             if error.status == 410 and verb == "watch":
                 raise _HistoryGone from None
-            raise api_error(error, verb, resource, namespace, name, self._client().configuration.host) from None
+            raise api_error(error, verb, resource, namespace, name, self.api_client().configuration.host) from None
         except urllib3.exceptions.HTTPError as error:
             raise Unavailable(
-                f"cannot reach the Kubernetes API server at {self._client().configuration.host} ({error}); "
+                f"cannot reach the Kubernetes API server at {self.api_client().configuration.host} ({error}); "
                 "check that the cluster is up and TRAINBOT_KUBE_CONTEXT names it"
             ) from None
 

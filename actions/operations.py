@@ -24,14 +24,16 @@ def backend_named(settings: Settings, name: str | None = None) -> Backend:
 class Jobs:
     """Launches recorded in the state store; status, logs and cancel find a job by name or prefix."""
 
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: Store | None = None, backends: dict[str, Backend] | None = None
+    ) -> None:
         self._settings = settings
         if store is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
             store = Store(settings.state_url())
             store.create_schema()
         self.store = store
-        self._backends: dict[str, Backend] = {}
+        self._backends: dict[str, Backend] = dict(backends or {})
 
     def backend(self, name: str | None = None) -> Backend:
         chosen = name or self._settings.backend

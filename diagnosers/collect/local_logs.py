@@ -3,6 +3,9 @@
 Ray names a worker's files worker-<worker_id>-<job_id>-<pid>.out/.err, but workers it starts ahead of
 any job carry the nil job id (ffffffff) in the name for life; once leased to a job, such a worker
 writes a `:job_id:<hex>` line into both files. A file belongs to the job by either mark.
+
+raylet.out is the node's, shared by every job the session ran: only its entries that name this job are
+kept, so another job's memory kill is never quoted as this one's.
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from diagnosers.collect.target import CollectConfig, Target
 
 SOURCE = "logs"
 # The memory monitor's kill reports (host-oom) are in raylet.out.
-NODE_LOGS = ("raylet.out",)
+RAYLET_LOG = "raylet.out"
+# A raylet entry starts with its `[2026-11-22 18:47:31,216 I ...]` stamp (or `[state-dump]`); the
+# lines after it up to the next stamp (a kill report's details) belong to it.
+ENTRY_START = re.compile(rb"^\[(?:\d{4}-\d\d-\d\d |state-dump\])")
+# A kill report lists every worker it considered; only the selected ones were killed.
+SELECTED_JOB = re.compile(rb"Selected to kill: \((?:Task|Actor\([0-9a-f]+\)): job ID=([0-9a-f]+)")
 WORKER_LOG = re.compile(r"^worker-[0-9a-f]+-(?P<job>[0-9a-f]+)-\d+\.(?:out|err)$")
 # The `:job_id:` mark is written when the worker is leased, after at most a few import warnings.
 JOB_MARK_WINDOW = 64 << 10
@@ -52,9 +60,10 @@ def collect_local_logs(target: Target, config: CollectConfig, writer: BundleWrit
     job_hex, lookup_problem = _job_hex(target, config, deadline)
     if lookup_problem:
         problems.append(f"worker logs not copied: {lookup_problem}")
-    files = [driver, *(folder / name for name in NODE_LOGS), *(_worker_logs(folder, job_hex) if job_hex else ())]
-    for path in files:
+    for path in [driver, *(_worker_logs(folder, job_hex) if job_hex else ())]:
         _copy_tail(path, config.log_max_bytes, writer)
+    if job_hex and (entries := raylet_entries_of_job(folder / RAYLET_LOG, job_hex)):
+        writer.write_bytes(f"logs/{RAYLET_LOG}", keep_tail(entries, config.log_max_bytes))
     writer.source(SOURCE, error_status("; ".join(problems)) if problems else OK)
 
 
@@ -83,6 +92,32 @@ def _worker_logs(folder: Path, job_hex: str) -> list[Path]:
         if named and (named["job"] == job_hex or _starts_with_mark(path, mark)):
             found.append(path)
     return found
+
+
+def raylet_entries_of_job(path: Path, job_hex: str) -> bytes:
+    """The entries of raylet.out that name the job: kill reports that selected its workers, its own lines."""
+    named = re.compile(rb"\b[Jj]ob(?: ID=| )" + re.escape(job_hex.encode()) + rb"\b")
+    kept = bytearray()
+    entry: list[bytes] = []
+    try:
+        with path.open("rb") as stream:
+            for line in stream:
+                if ENTRY_START.match(line):
+                    kept += _if_of_job(entry, job_hex, named)
+                    entry = []
+                entry.append(line)
+    except OSError:
+        return b""
+    kept += _if_of_job(entry, job_hex, named)
+    return bytes(kept)
+
+
+def _if_of_job(entry: list[bytes], job_hex: str, named: re.Pattern[bytes]) -> bytes:
+    text = b"".join(entry)
+    selected = SELECTED_JOB.findall(text)
+    if selected:
+        return text if job_hex.encode() in selected else b""
+    return text if named.search(text) else b""
 
 
 def _starts_with_mark(path: Path, mark: bytes) -> bool:

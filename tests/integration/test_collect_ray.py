@@ -125,6 +125,12 @@ def test_memory_monitor_kill_gives_host_oom(ray_settings: Settings, client, tmp_
     assert host_oom["severity"] == "critical"
     assert any(quote["source"].startswith("logs/") for quote in host_oom["evidence"]), host_oom["evidence"]
 
+    # raylet.out is the node's: the next job on the same head must not inherit this kill.
+    next_id, next_status = _run_job(client, SQUARE)
+    next_bundle = _collect_local(ray_settings, next_id, next_status.value, tmp_path / "next")
+    assert "Killing" not in (next_bundle / "logs" / "raylet.out").read_text()
+    assert "host-oom" not in [found.id for found in diagnose_path(next_bundle).findings]
+
 
 def test_successful_job_collects_every_source(ray_settings: Settings, client, tmp_path: Path) -> None:
     submission_id, status = _run_job(client, SQUARE)
