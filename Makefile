@@ -39,10 +39,11 @@ lint: install
 test: lint prometheus
 	$(VENV)/bin/pytest
 
-bench: install
+bench: install prometheus
 	$(PYTHON) bench/diagnose_scale.py
 	$(PYTHON) bench/step_timer_overhead.py
 	$(PYTHON) bench/sweep_overhead.py
+	$(PYTHON) -m bench.collect_scale
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

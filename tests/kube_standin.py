@@ -507,13 +507,18 @@ class ServedStandin:
 
         return self.call(read)
 
-    def serve_dashboard(self, job_logs: dict[str, str]) -> str:
-        """A Ray dashboard answering GET /api/jobs/<id>/logs; its address as KubeRay writes it (no scheme)."""
+    def serve_dashboard(self, job_logs: dict[str, str], jobs: list[dict[str, Any]] | None = None) -> str:
+        """A Ray dashboard answering GET /api/jobs/<id>/logs, and with `jobs` the jobs list, an empty node
+        summary and task list too; its address as KubeRay writes it (no scheme)."""
 
         async def start() -> str:
             dashboard = await self._servers.enter_async_context(kmock.RawHandler())
             for job_id, text in job_logs.items():
                 dashboard[f"get /api/jobs/{job_id}/logs"] << {"logs": text}
+            if jobs is not None:
+                dashboard["get /api/jobs/"] << jobs
+                dashboard["get /nodes"] << {"result": True, "data": {"summary": []}}
+                dashboard["get /api/v0/tasks"] << {"result": True, "data": {"result": {"result": []}}}
             dashboard.fallback << 404 << b"Job does not exist"
             server = await self._servers.enter_async_context(kmock.Server(dashboard))
             return f"{server.host}:{server.port}"

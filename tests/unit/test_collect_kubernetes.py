@@ -12,6 +12,12 @@ import kmock
 import kubernetes
 import pytest
 
+from actions.collecting import collect_job
+from actions.kuberay import KubeRayBackend
+from actions.operations import Jobs
+from actions.planning import training_launch
+from actions.settings import Settings
+from actions.templates import TINY_TRANSFORMER
 from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import SourceUnavailable, collect
 from diagnosers.collect.deadline import Deadline
@@ -30,7 +36,9 @@ OOM_TRACEBACK = """Traceback (most recent call last):
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB \
 of which 1.02 GiB is free.
 """
-FAILED_IMAGE_PULL = Path(__file__).parents[2] / "examples" / "bundles" / "failed-image-pull"
+EXAMPLES = Path(__file__).parents[2] / "examples" / "bundles"
+FAILED_IMAGE_PULL = EXAMPLES / "failed-image-pull"
+FAILED_GPU_OOM = EXAMPLES / "failed-gpu-oom"
 
 
 @pytest.fixture
@@ -73,6 +81,10 @@ def event(name: str, kind: str, about: str, reason: str, message: str, kind_type
     }
 
 
+def raycluster(name: str, namespace: str = NAMESPACE) -> dict:
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name, "namespace": namespace}}
+
+
 RUNNING = {"state": {"running": {"startedAt": "2026-05-01T10:00:00Z"}}, "restartCount": 0}
 RESTARTED = {
     "state": {"running": {"startedAt": "2026-05-01T10:20:00Z"}},
@@ -95,7 +107,7 @@ def a_failed_job(standin: ServedStandin) -> None:
             "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed", "rayClusterName": CLUSTER},
         },
     )
-    standin.put(RAYCLUSTERS, {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": CLUSTER}})
+    standin.put(RAYCLUSTERS, raycluster(CLUSTER))
     standin.put(PODS, pod(HEAD, "Running", {"ray-head": RUNNING}))
     standin.put(PODS, pod(WORKER, "Running", {"ray-worker": RESTARTED, "log-sidecar": RUNNING}))
     standin.put(PODS, pod(PENDING, "Pending", {"ray-worker": WAITING}))
@@ -284,9 +296,99 @@ def test_the_failed_image_pull_example_is_diagnosed_the_same_when_collected(stan
     assert [item["metadata"]["name"] for item in collected_events] == [
         item["metadata"]["name"] for item in saved["items"]
     ]
-    expected, got = diagnose_path(FAILED_IMAGE_PULL), diagnose_path(folder)
+    assert_same_diagnosis(folder, FAILED_IMAGE_PULL)
+
+
+def assert_same_diagnosis(collected: Path, saved: Path) -> None:
+    expected, got = diagnose_path(saved), diagnose_path(collected)
     assert (got.verdict, [finding.id for finding in got.findings]) == (
         expected.verdict,
         [finding.id for finding in expected.findings],
     )
     assert expected.verdict == "failed"
+
+
+# The whole kuberay path of `trainbot diagnose JOB`: Jobs finds the RayJob, collect_job reads its status
+# and runs the Kubernetes and dashboard sources against what that status names.
+
+
+def closed_port_address() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def kuberay_jobs(standin: ServedStandin, tmp_path: Path, namespace: str = NAMESPACE) -> tuple[Settings, Jobs]:
+    settings = Settings(data_dir=tmp_path / "data", backend="kuberay", namespace=namespace)
+    return settings, Jobs(settings, backends={"kuberay": KubeRayBackend(settings, standin.api_client())})
+
+
+def test_a_launched_job_that_ran_out_of_gpu_memory_is_collected_by_name(standin, tmp_path):
+    settings, jobs = kuberay_jobs(standin, tmp_path)
+    params = TINY_TRANSFORMER.parse_params([])
+    record = jobs.launch(training_launch(TINY_TRANSFORMER, params, (2, 1), "alice"))
+    cluster = f"{record.name}-raycluster-x7k2p"
+    ray_job = {"submission_id": "raysubmit_1", "job_id": "02000000", "status": "FAILED", "message": "exit code 1"}
+    dashboard = standin.serve_dashboard({"raysubmit_1": "Starting training with 2 workers\n"}, jobs=[ray_job])
+    standin.set_status(
+        record.name,
+        {
+            "jobStatus": "FAILED",
+            "jobDeploymentStatus": "Failed",
+            "reason": "AppFailed",
+            "jobId": "raysubmit_1",
+            "rayClusterName": cluster,
+            "dashboardURL": dashboard,
+            "startTime": "2026-11-20T09:12:00Z",
+            "endTime": "2026-11-20T09:58:41Z",
+        },
+    )
+    standin.put(RAYCLUSTERS, raycluster(cluster))
+    labels = {"ray.io/cluster": cluster}
+    standin.put(PODS, pod(f"{cluster}-head-9qz4d", "Running", {"ray-head": RUNNING}, labels))
+    for rank in (0, 1):
+        worker = f"{cluster}-gpu-worker-{rank}"
+        standin.put(PODS, pod(worker, "Running", {"ray-worker": RUNNING}, labels))
+        standin.set_log(worker, "ray-worker", (FAILED_GPU_OOM / "logs" / f"worker-{rank}.log").read_text())
+
+    folder = collect_job(settings, jobs, record.name[:-2], tmp_path / "bundle")
+
+    written = json.loads((folder / "bundle.json").read_text())
+    assert written["sources"] == {"k8s": "ok", "ray": "ok", "logs": "ok", "prometheus": "not-configured"}
+    assert (written["job"], written["backend"], written["status"]) == (record.name, "kuberay", "FAILED")
+    assert (written["world_size"], written["gpus_per_worker"]) == (2, 1)
+    assert json.loads((folder / "ray" / "jobs.json").read_text()) == [ray_job]
+    assert_same_diagnosis(folder, FAILED_GPU_OOM)
+
+
+def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_path):
+    namespace = json.loads((FAILED_IMAGE_PULL / "bundle.json").read_text())["namespace"]
+    standin.call(standin.api.namespaces.add, namespace)
+    settings, jobs = kuberay_jobs(standin, tmp_path, namespace)
+    job = "resnet-sweep-01"
+    standin.put(
+        RAYJOBS,
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {"name": job, "namespace": namespace},
+            "spec": {"entrypoint": "python sweep.py"},
+            # The head never started, so the dashboard KubeRay names does not answer.
+            "status": {
+                "jobDeploymentStatus": "Initializing",
+                "rayClusterName": f"{job}-raycluster",
+                "dashboardURL": closed_port_address(),
+            },
+        },
+    )
+    standin.put(RAYCLUSTERS, raycluster(f"{job}-raycluster", namespace))
+    for item in json.loads((FAILED_IMAGE_PULL / "k8s" / "events.json").read_text())["items"]:
+        standin.put(EVENTS, item)
+
+    folder = collect_job(settings, jobs, job, tmp_path / "bundle")
+
+    written = json.loads((folder / "bundle.json").read_text())
+    assert (written["job"], written["namespace"], written["status"]) == (job, namespace, "PENDING")
+    assert written["sources"]["k8s"] == "ok"
+    assert written["sources"]["ray"].startswith("unreachable: http://127.0.0.1:")
+    assert_same_diagnosis(folder, FAILED_IMAGE_PULL)
