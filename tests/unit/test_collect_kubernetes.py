@@ -81,6 +81,16 @@ def event(name: str, kind: str, about: str, reason: str, message: str, kind_type
     }
 
 
+def rayjob(name: str, status: dict, namespace: str = NAMESPACE) -> dict:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"entrypoint": "python train.py"},
+        "status": status,
+    }
+
+
 def raycluster(name: str, namespace: str = NAMESPACE) -> dict:
     return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name, "namespace": namespace}}
 
@@ -98,14 +108,7 @@ UNSCHEDULED = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemptio
 def a_failed_job(standin: ServedStandin) -> None:
     """A RayJob whose restarted worker ran out of GPU memory and whose second worker cannot be scheduled."""
     standin.put(
-        RAYJOBS,
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayJob",
-            "metadata": {"name": JOB, "namespace": NAMESPACE},
-            "spec": {"entrypoint": "python train.py"},
-            "status": {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed", "rayClusterName": CLUSTER},
-        },
+        RAYJOBS, rayjob(JOB, {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed", "rayClusterName": CLUSTER})
     )
     standin.put(RAYCLUSTERS, raycluster(CLUSTER))
     standin.put(PODS, pod(HEAD, "Running", {"ray-head": RUNNING}))
@@ -366,21 +369,13 @@ def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_
     standin.call(standin.api.namespaces.add, namespace)
     settings, jobs = kuberay_jobs(standin, tmp_path, namespace)
     job = "resnet-sweep-01"
-    standin.put(
-        RAYJOBS,
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayJob",
-            "metadata": {"name": job, "namespace": namespace},
-            "spec": {"entrypoint": "python sweep.py"},
-            # The head never started, so the dashboard KubeRay names does not answer.
-            "status": {
-                "jobDeploymentStatus": "Initializing",
-                "rayClusterName": f"{job}-raycluster",
-                "dashboardURL": closed_port_address(),
-            },
-        },
-    )
+    # The head never started, so the dashboard KubeRay names does not answer.
+    status = {
+        "jobDeploymentStatus": "Initializing",
+        "rayClusterName": f"{job}-raycluster",
+        "dashboardURL": closed_port_address(),
+    }
+    standin.put(RAYJOBS, rayjob(job, status, namespace))
     standin.put(RAYCLUSTERS, raycluster(f"{job}-raycluster", namespace))
     for item in json.loads((FAILED_IMAGE_PULL / "k8s" / "events.json").read_text())["items"]:
         standin.put(EVENTS, item)
