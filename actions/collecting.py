@@ -28,9 +28,9 @@ def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
         kuberay = jobs.backend("kuberay")
         client = kuberay.api_client() if isinstance(kuberay, KubeRayBackend) else None
         target, config, sources = _kuberay(settings, status, world, client)
-    else:
-        target, config, sources = _local(settings, status, world)
-    return collect(target, config, folder, sources)
+        return collect(target, config, folder, sources)
+    target, config, sources = _local(settings, status, world)
+    return collect(target, config, folder, sources, absent=("k8s",))
 
 
 def collect_config(settings: Settings, kube_client: object = None) -> CollectConfig:

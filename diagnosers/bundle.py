@@ -37,6 +37,8 @@ JSON_READERS = {
     "k8s/rayjob.json": json_sources.read_custom_resource,
     "k8s/raycluster.json": json_sources.read_custom_resource,
     "ray/jobs.json": json_sources.read_ray_jobs,
+    "ray/nodes.json": json_sources.check_ray_nodes,
+    "ray/tasks.json": json_sources.read_ray_tasks,
 }
 LAYOUT_ROOTS = frozenset({*SOURCE_NAMES, "bundle.json"})
 

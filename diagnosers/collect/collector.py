@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from diagnosers.collect.bundle_writer import UNREACHABLE, BundleWriter, error_status
+from diagnosers.collect.bundle_writer import NOT_CONFIGURED, UNREACHABLE, BundleWriter, error_status
 from diagnosers.collect.deadline import Deadline, DeadlineExceeded
 from diagnosers.collect.target import CollectConfig, Target
 
@@ -18,9 +18,17 @@ class SourceUnavailable(Exception):
     """The service could not be reached or refused; the message is the bundle.json status."""
 
 
-def collect(target: Target, config: CollectConfig, folder: Path, sources: dict[str, Source]) -> Path:
-    """Run `sources` (name -> function) in parallel; the bundle folder is complete at the deadline."""
+def collect(
+    target: Target, config: CollectConfig, folder: Path, sources: dict[str, Source], absent: tuple[str, ...] = ()
+) -> Path:
+    """Run `sources` (name -> function) in parallel; the bundle folder is complete at the deadline.
+
+    `absent` names sources the job's backend does not have (Kubernetes for a local job): recorded as
+    not-configured, so the diagnosis does not list them as missing evidence.
+    """
     writer = BundleWriter(folder)
+    for name in absent:
+        writer.source(name, NOT_CONFIGURED)
     deadline = Deadline(config.deadline_s)
     threads = [
         threading.Thread(target=_run, args=(name, source, target, config, writer, deadline), daemon=True)

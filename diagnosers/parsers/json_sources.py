@@ -160,6 +160,27 @@ def read_ray_jobs(evidence: Evidence, parser: LogParser, raw: bytes, source: str
             _text_signals(evidence, parser, locator, source, "", str(job["message"]))
 
 
+def read_ray_tasks(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    """Ray state API GET /api/v0/tasks (or `ray list tasks --format json`, a bare list): a failed task's
+    error_message is Ray's own account of it (a memory kill, a dead worker), where a KubeRay job has no
+    raylet log to read it from."""
+    document = load_json(raw, source)
+    tasks = document if isinstance(document, list) else _dig(document, "data", "result", "result")
+    if not isinstance(tasks, list):
+        raise BadInput("expected the state API's {data: {result: {result: [tasks]}}} or a list of tasks")
+    locator = JsonLocator(raw.decode("utf-8", "replace"))
+    for task in tasks:
+        if isinstance(task, dict) and task.get("error_message"):
+            _text_signals(evidence, parser, locator, source, "", str(task["error_message"]))
+
+
+def check_ray_nodes(evidence: Evidence, parser: LogParser, raw: bytes, source: str) -> None:
+    """Ray dashboard GET /nodes?view=summary. No rule reads node summaries yet; the file is checked so that
+    a damaged one is named rather than passed over."""
+    if not isinstance(_dig(load_json(raw, source), "data", "summary"), list):
+        raise BadInput("expected the dashboard's {data: {summary: [nodes]}}")
+
+
 def read_meta(raw: bytes, source: str) -> tuple[BundleMeta, dict[str, str]]:
     document = load_json(raw, source)
     if not isinstance(document, dict):

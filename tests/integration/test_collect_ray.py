@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import socket
 import sys
@@ -118,7 +119,8 @@ def test_memory_monitor_kill_gives_host_oom(ray_settings: Settings, client, tmp_
     bundle = _collect_local(ray_settings, submission_id, status.value, tmp_path / "bundle")
 
     assert _sources(bundle) == {"ray": "ok", "logs": "ok"}
-    assert "Killing 1 worker(s)" in (bundle / "logs" / "raylet.out").read_text()
+    # Ray may kill other workers in the same pass (another job's idle actor); the report is kept whole.
+    assert re.search(r"Killing \d+ worker\(s\)", (bundle / "logs" / "raylet.out").read_text())
     worker_logs = [path.name for path in (bundle / "logs").glob("worker-*")]
     assert worker_logs, "the killed task's worker logs were not matched to the job"
     host_oom = _finding(diagnose_path(bundle), "host-oom")

@@ -68,6 +68,8 @@ def test_a_plain_bundle_is_diagnosed(bundle):
         ("bundle.json", "[1, 2]", "expected a JSON object"),
         ("steps/rank-0.jsonl", '{"rank": 0}\nnot json\n', "2 line(s) are not step records"),
         ("k8s/notes.txt", "hello", "not part of the bundle layout"),
+        ("ray/tasks.json", '{"result": true, "data": {}}', "expected the state API's"),
+        ("ray/nodes.json", '{"result": false, "msg": "boom"}', "expected the dashboard's"),
     ],
 )
 def test_a_malformed_file_is_a_note_and_the_rest_is_still_diagnosed(bundle, relative, content, note):
@@ -184,3 +186,38 @@ def test_a_log_cut_short_inside_an_archive_keeps_the_lines_read_before_the_cut(t
     assert diagnosis.findings[0].id == NCCL_TIMEOUT
     assert diagnosis.findings[0].evidence[0].line == 1
     assert "cut short" in diagnosis.sources["cut.tar.gz"]
+
+
+# Ray 2.60's answers, trimmed: the state API's task list with one task killed by the memory monitor, and
+# the dashboard's node summary.
+OOM_TASK_MESSAGE = (
+    "1 worker(s) were killed due to the node running low on memory. Memory on the node (IP: 192.0.2.2, "
+    "ID: 36c1c359) was 9.48GB used / 23.54GB limit (0.402640)\nOOM kill reason: Memory usage 10143776768B "
+    "exceeded threshold of 10110604288B (40.0% of 25276510208B limit)"
+)
+TASKS = {
+    "result": True,
+    "msg": "",
+    "data": {
+        "result": {
+            "total": 2,
+            "result": [
+                {"name": "hog", "state": "FAILED", "error_type": "OUT_OF_MEMORY", "error_message": OOM_TASK_MESSAGE},
+                {"name": "square", "state": "FINISHED", "error_type": None, "error_message": None},
+            ],
+        }
+    },
+}
+NODES = {"result": True, "msg": "Node summary fetched.", "data": {"summary": [{"hostname": "vm", "ip": "192.0.2.2"}]}}
+
+
+@pytest.mark.parametrize("document", [TASKS, TASKS["data"]["result"]["result"]], ids=["state-api", "ray-list"])
+def test_a_task_killed_for_memory_in_the_task_list_is_host_oom(tmp_path, document):
+    root = tmp_path / "bundle"
+    write(root / "ray" / "tasks.json", json.dumps(document))
+    write(root / "ray" / "nodes.json", json.dumps(NODES))
+    diagnosis = diagnose(load_bundle(root))
+    assert diagnosis.sources["ray"] == "ok"
+    assert not [name for name in diagnosis.sources if name.startswith("ray/")], diagnosis.sources
+    (host_oom,) = [found for found in diagnosis.findings if found.id == "host-oom"]
+    assert {quote.source for quote in host_oom.evidence} == {"ray/tasks.json"}
