@@ -48,6 +48,8 @@ class Settings(BaseSettings):
 
     # MLflow: None means the sqlite store in the data directory (the embedded default).
     mlflow_tracking_uri: str | None = None
+    # Model promotion targets and their approvers (see actions/promotion_policy.py).
+    promotion: dict[str, Any] = Field(default_factory=dict)
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
     state_store_url: str | None = None
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -194,27 +194,26 @@ class Transition:
         }
 
 
-class Store:
-    """The jobs, their history and the cursors in one database; every method is one transaction."""
+class Database:
+    """One engine over the state store URL, and the tables of `schema` created on request."""
+
+    schema: ClassVar[MetaData]
 
     def __init__(self, url: str) -> None:
-        parsed = _parse_url(url)
-        self._insert = INSERTS[parsed.get_backend_name()]
-        self.engine = _create_engine(parsed)
+        self.engine = open_database(url)
+        self._insert = insert_for(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
 
     def create_schema(self) -> None:
-        """Create what is missing. Safe on every start, also when the bot and the CLI start at once."""
-        for attempt in range(len(metadata.tables) + 1):
-            try:
-                metadata.create_all(self.engine)
-                return
-            except DatabaseError:
-                # Another process created a table between our check and our CREATE: check again.
-                if attempt == len(metadata.tables):
-                    raise
+        create_tables(self.schema, self.engine)
+
+
+class Store(Database):
+    """The jobs, their history and the cursors in one database; every method is one transaction."""
+
+    schema = metadata
 
     def record_launch(self, launch: Launch, backend: str, status: JobStatus) -> JobRecord:
         """The new job's row and its first event; Conflict if the name is taken."""
@@ -333,6 +332,28 @@ class Store:
         upsert = upsert.on_conflict_do_update(index_elements=[cursors.c.key], set_={"value": value})
         with self.engine.begin() as conn:
             conn.execute(upsert)
+
+
+def open_database(url: str) -> Engine:
+    """An engine for the state store URL (sqlite or PostgreSQL); SettingsError names the fix."""
+    return _create_engine(_parse_url(url))
+
+
+def insert_for(engine: Engine) -> Callable[[Table], sqlite.Insert | postgresql.Insert]:
+    """The dialect's INSERT, which has ON CONFLICT DO NOTHING."""
+    return INSERTS[engine.dialect.name]
+
+
+def create_tables(tables: MetaData, engine: Engine) -> None:
+    """Create what is missing. Safe on every start, also when the bot and the CLI start at once."""
+    for attempt in range(len(tables.tables) + 1):
+        try:
+            tables.create_all(engine)
+            return
+        except DatabaseError:
+            # Another process created a table between our check and our CREATE: check again.
+            if attempt == len(tables.tables):
+                raise
 
 
 def _parse_url(url: str) -> URL:

@@ -18,6 +18,7 @@ from pathlib import Path
 from actions.errors import ActionError
 from actions.settings import SettingsError
 from bot.job_commands import add_job_commands
+from bot.model_commands import add_model_commands
 
 EXIT_USAGE = 2
 # A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="print the effective settings")
     config.set_defaults(handler=_config)
     add_job_commands(commands)
+    add_model_commands(commands)
     return parser
 
 

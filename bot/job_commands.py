@@ -44,12 +44,12 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
     jobs.add_argument("--requester", help="only jobs launched by this person")
     jobs.add_argument("--limit", type=int, default=50, help="at most this many (1 or more)")
-    _output(jobs, names=True)
+    add_output_option(jobs, names=True)
     jobs.set_defaults(handler=_jobs)
 
     status = commands.add_parser("status", help="a job's state now, and its history")
     status.add_argument("job", metavar="JOB", help="job name or a unique prefix of it")
-    _output(status)
+    add_output_option(status)
     status.set_defaults(handler=_status)
 
     logs = commands.add_parser("logs", help="a job's driver log")
@@ -60,7 +60,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     cancel = commands.add_parser("cancel", help="stop a job")
     cancel.add_argument("job", metavar="JOB")
     cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
-    _output(cancel)
+    add_output_option(cancel)
     cancel.set_defaults(handler=_cancel)
 
     collect = commands.add_parser("collect", help="collect a job's evidence bundle from the live sources")
@@ -86,10 +86,10 @@ def _submission(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("local", "kuberay"), help="default: TRAINBOT_BACKEND (local)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
     parser.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
-    _output(parser, names=True)
+    add_output_option(parser, names=True)
 
 
-def _output(parser: argparse.ArgumentParser, names: bool = False) -> None:
+def add_output_option(parser: argparse.ArgumentParser, names: bool = False) -> None:
     # `-o name` prints only job names, for scripts: JOB=$(trainbot launch tiny-transformer -o name)
     choices = ("text", "json", "yaml", "name") if names else ("text", "json", "yaml")
     parser.add_argument("-o", "--output", choices=choices, default="text")
@@ -148,13 +148,13 @@ def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace)
         if args.output == "name":
             print(plan.name)
         else:
-            _print(rendered, args.output, text=None)
+            print_document(rendered, args.output, text=None)
         return 0
     record = _jobs_service(settings).launch(plan, args.backend)
     if args.output == "name":
         print(record.name)
         return 0
-    _print(
+    print_document(
         record.to_dict(),
         args.output,
         text=f"launched {record.name} on {record.backend} ({record.state})\n"
@@ -172,7 +172,7 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.output == "name":
         print("\n".join(record.name for record in records))
     else:
-        _print([record.to_dict() for record in records], args.output, text=jobs_table(records))
+        print_document([record.to_dict() for record in records], args.output, text=jobs_table(records))
     return 0
 
 
@@ -183,7 +183,7 @@ def _status(args: argparse.Namespace) -> int:
     status = jobs.status(args.job)
     history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
     document = {**status.to_dict(), "history": [event.to_dict() for event in history]}
-    _print(document, args.output, text=status_text(status, history))
+    print_document(document, args.output, text=status_text(status, history))
     return 0
 
 
@@ -198,7 +198,7 @@ def _logs(args: argparse.Namespace) -> int:
 def _cancel(args: argparse.Namespace) -> int:
     status = _jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
     action = "suspend" if args.suspend else "stop"
-    _print(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
+    print_document(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
     return 0
 
 
@@ -255,7 +255,7 @@ def _read_manifest(path: Path) -> str:
         raise BadRequest(f"{path}: not a UTF-8 text file; give a RayJob YAML manifest") from None
 
 
-def _print(document: Any, output: str, text: str | None) -> None:
+def print_document(document: Any, output: str, text: str | None) -> None:
     """As JSON, YAML, or the text form; with no text form (a manifest), text means YAML."""
     if output == "json":
         print(json.dumps(document, indent=2, ensure_ascii=False))

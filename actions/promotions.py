@@ -1,0 +1,184 @@
+"""Model promotion with approvals: request, approve, reject, cancel; the alias moves once, on approval.
+
+Targets are MLflow aliases (stages are deprecated since MLflow 2.9). Every transition is in the state
+store (promotion_store.py, where exactly-once lives) and mirrored as tags on the model version, so the
+registry carries its own audit trail: trainbot.<target>.request, .state, .requested_by, .approved_by, .at.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from actions.errors import ActionError, BadRequest, Conflict, Forbidden
+from actions.promotion_policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
+from actions.promotion_store import (
+    PromotionEvent,
+    PromotionRequest,
+    PromotionState,
+    PromotionStore,
+    now,
+)
+from actions.registry import Registry
+from actions.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# How long one process holds an alias move before another may take it over (it takes a second or two).
+APPLY_LEASE = timedelta(minutes=2)
+FINISHED_RUN = "FINISHED"
+
+
+class Promotions:
+    def __init__(
+        self,
+        settings: Settings,
+        store: PromotionStore | None = None,
+        registry: Registry | None = None,
+        clock: Callable[[], datetime] = now,
+    ) -> None:
+        self.targets = promotion_targets(settings.promotion)
+        self.store = store or PromotionStore(settings.state_url())
+        self.store.create_schema()
+        self.registry = registry or Registry(settings.tracking_uri())
+        self.clock = clock
+
+    def request(self, actor: Actor, model: str, version: int, target: str, kind: str = "promote") -> PromotionRequest:
+        """A pending request to point `target` at `version`, once the target's checks hold."""
+        policy = target_policy(self.targets, target)
+        policy.check_requester(actor)
+        self._check(policy, model, version)
+        request = self.store.create(
+            model=model,
+            version=version,
+            target=target,
+            kind=kind,
+            requester=actor.user,
+            approvals_needed=policy.approvals,
+            expires_in=policy.expires,
+            at=self.clock(),
+        )
+        self._mirror(request)
+        return request
+
+    def approve(self, actor: Actor, request_id: str) -> PromotionRequest:
+        """Count the approval; the one that completes the count moves the alias. Clicking again is harmless."""
+        approval = self.store.approve(request_id, actor.user, self.clock(), self._approver_check(actor))
+        request = approval.request
+        if request.state == PromotionState.FAILED and self.store.retry(
+            request_id, actor.user, self.clock(), self._approver_check(actor)
+        ):
+            return self._apply(request_id)
+        if request.state == PromotionState.EXPIRED and not approval.counted:
+            self._mirror(request)
+            raise Conflict(f"{request_id} expired at {request.expires_at:%Y-%m-%d %H:%M} UTC; request it again")
+        if request.state in (PromotionState.REJECTED, PromotionState.CANCELLED):
+            raise Conflict(f"{request_id} was {request.state.value}; nothing to approve")
+        if approval.completed or request.state == PromotionState.APPROVING:
+            return self._apply(request_id)
+        if approval.counted:
+            self._mirror(request)
+        return request
+
+    def reject(self, actor: Actor, request_id: str, reason: str) -> PromotionRequest:
+        if not reason.strip():
+            raise BadRequest("say why it is rejected (--reason)")
+        request = self.store.end(
+            request_id, PromotionState.REJECTED, actor.user, self.clock(), self._approver_check(actor), reason.strip()
+        )
+        self._mirror(request)
+        return request
+
+    def cancel(self, actor: Actor, request_id: str) -> PromotionRequest:
+        def requester_only(request: PromotionRequest) -> None:
+            if request.requester != actor.user:
+                raise Forbidden(f"only {request.requester}, who asked, may cancel {request.id}")
+
+        request = self.store.end(
+            request_id,
+            PromotionState.CANCELLED,
+            actor.user,
+            self.clock(),
+            requester_only,
+            from_states=(PromotionState.PENDING, PromotionState.FAILED),
+        )
+        self._mirror(request)
+        return request
+
+    def requests(self, *, open_only: bool = False, model: str | None = None) -> list[PromotionRequest]:
+        for expired in self.store.expire_due(self.clock()):
+            self._mirror(expired)
+        states = (PromotionState.PENDING, PromotionState.APPROVING, PromotionState.FAILED) if open_only else None
+        return self.store.list_requests(states=states, model=model)
+
+    def history(self, model: str) -> list[PromotionEvent]:
+        return self.store.history(model)
+
+    def resume(self) -> list[PromotionRequest]:
+        """Finish the alias moves that a crash or an MLflow outage left undone (run on every start)."""
+        return [self._apply(request_id) for request_id in self.store.outbox(self.clock())]
+
+    def _check(self, policy: TargetPolicy, model: str, version: int) -> None:
+        found = self.registry.version(model, version)
+        if found.run_id and found.run_status != FINISHED_RUN:
+            raise BadRequest(
+                f"{model} v{version}: its run {found.run_id} is {found.run_status}; promote it once the run finished"
+            )
+        for check in policy.checks:
+            value = found.metrics.get(check.metric)
+            if value is None:
+                raise BadRequest(f"{model} v{version}: its run logged no {check.metric}, which {policy.name} checks")
+            if not check.holds(value):
+                raise BadRequest(f"{model} v{version}: {check.metric} is {value:g}; {policy.name} needs {check}")
+        holder = self.registry.alias_holder(model, policy.name)
+        if holder == version:
+            raise BadRequest(f"{model}@{policy.name} already is v{version}")
+        if policy.beats_current and holder is not None:
+            self._beats(policy.beats_current, policy.name, found.metrics, model, holder)
+
+    def _beats(self, rule: BeatsCurrent, target: str, metrics: dict[str, float], model: str, holder: int) -> None:
+        ours, theirs = metrics.get(rule.metric), self.registry.version(model, holder).metrics.get(rule.metric)
+        if ours is None:
+            raise BadRequest(f"{model}: the candidate logged no {rule.metric}, which must beat v{holder}'s")
+        if theirs is not None and not rule.better(ours, theirs):
+            raise BadRequest(
+                f"{model}: {rule.metric} {ours:g} does not beat v{holder}'s {theirs:g} ({rule.mode}) on {target}"
+            )
+
+    def _approver_check(self, actor: Actor) -> Callable[[PromotionRequest], None]:
+        def allowed(request: PromotionRequest) -> None:
+            target_policy(self.targets, request.target).check_approver(actor, request.requester)
+
+        return allowed
+
+    def _apply(self, request_id: str) -> PromotionRequest:
+        """Move the alias if this process wins the claim; whoever holds it finishes the request."""
+        if not self.store.claim_apply(request_id, self.clock(), APPLY_LEASE):
+            return self.store.get(request_id)
+        request = self.store.get(request_id)
+        try:
+            previous = self.registry.alias_holder(request.model, request.target)
+            self.registry.move_alias(request.model, request.target, request.version)
+        except ActionError as error:
+            failed = self.store.fail_apply(request_id, str(error), self.clock())
+            self._mirror(failed)
+            return failed
+        done = self.store.finish_apply(request_id, previous, self.clock())
+        self._mirror(done)
+        return done
+
+    def _mirror(self, request: PromotionRequest) -> None:
+        """Copy the request's state into the version's tags; the store stays the record if MLflow fails."""
+        prefix = f"trainbot.{request.target}"
+        tags = {
+            f"{prefix}.request": request.id,
+            f"{prefix}.state": request.state.value,
+            f"{prefix}.requested_by": request.requester,
+            f"{prefix}.approved_by": ",".join(request.approvals),
+            f"{prefix}.at": request.updated_at.isoformat(timespec="seconds"),
+        }
+        try:
+            self.registry.tag(request.model, request.version, tags)
+        except ActionError as error:
+            log.warning("could not mirror %s (%s) into MLflow tags: %s", request.id, request.state.value, error)
