@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    ColumnElement,
     Connection,
     ForeignKey,
     Integer,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    and_,
     func,
     or_,
     select,
@@ -204,8 +206,9 @@ class PromotionStore(Database):
         try:
             with self.engine.begin() as conn:
                 conn.execute(requests.insert().values(row))
-                _event(conn, _read(conn, request_id), kind, requester, at, f"v{version} to {target}")
-                return _read(conn, request_id)
+                request = _read(conn, request_id)
+                _event(conn, request, kind, requester, at, f"v{version} to {target}")
+                return request
         except IntegrityError:
             holder = self._open_request(model, target)
             raise Conflict(
@@ -291,8 +294,7 @@ class PromotionStore(Database):
         """Take the alias move of an `approving` request for `lease`; False if someone else holds it."""
         claim = (
             update(requests)
-            .where(requests.c.id == request_id, requests.c.state == PromotionState.APPROVING.value)
-            .where(or_(requests.c.lease_until.is_(None), requests.c.lease_until < at))
+            .where(requests.c.id == request_id, _move_due(at))
             .values(lease_until=at + lease, updated_at=at)
         )
         with self.engine.begin() as conn:
@@ -327,10 +329,7 @@ class PromotionStore(Database):
 
     def outbox(self, at: datetime) -> list[str]:
         """Requests whose alias move is due: approved, and unclaimed or their claim run out."""
-        query = select(requests.c.id).where(
-            requests.c.state == PromotionState.APPROVING.value,
-            or_(requests.c.lease_until.is_(None), requests.c.lease_until < at),
-        )
+        query = select(requests.c.id).where(_move_due(at))
         with self.engine.connect() as conn:
             return list(conn.scalars(query))
 
@@ -356,6 +355,14 @@ class PromotionStore(Database):
         with self.engine.connect() as conn:
             request_id = conn.scalar(select(requests.c.id).where(requests.c.open_key == _open_key(model, target)))
             return _read(conn, request_id) if request_id else None
+
+
+def _move_due(at: datetime) -> ColumnElement[bool]:
+    """An approved request whose alias move nobody holds: never claimed, or its claim run out."""
+    return and_(
+        requests.c.state == PromotionState.APPROVING.value,
+        or_(requests.c.lease_until.is_(None), requests.c.lease_until < at),
+    )
 
 
 def _open_key(model: str, target: str) -> str:

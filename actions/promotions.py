@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden
 from actions.promotion_policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotion_store import (
+    OPEN_STATES,
     PromotionEvent,
     PromotionRequest,
     PromotionState,
@@ -70,12 +71,12 @@ class Promotions:
             request_id, actor.user, self.clock(), self._approver_check(actor)
         ):
             return self._apply(request_id)
-        if request.state == PromotionState.EXPIRED and not approval.counted:
+        if request.state == PromotionState.EXPIRED:
             self._mirror(request)
             raise Conflict(f"{request_id} expired at {request.expires_at:%Y-%m-%d %H:%M} UTC; request it again")
         if request.state in (PromotionState.REJECTED, PromotionState.CANCELLED):
             raise Conflict(f"{request_id} was {request.state.value}; nothing to approve")
-        if approval.completed or request.state == PromotionState.APPROVING:
+        if request.state == PromotionState.APPROVING:
             return self._apply(request_id)
         if approval.counted:
             self._mirror(request)
@@ -109,8 +110,7 @@ class Promotions:
     def requests(self, *, open_only: bool = False, model: str | None = None) -> list[PromotionRequest]:
         for expired in self.store.expire_due(self.clock()):
             self._mirror(expired)
-        states = (PromotionState.PENDING, PromotionState.APPROVING, PromotionState.FAILED) if open_only else None
-        return self.store.list_requests(states=states, model=model)
+        return self.store.list_requests(states=OPEN_STATES if open_only else None, model=model)
 
     def history(self, model: str) -> list[PromotionEvent]:
         return self.store.history(model)

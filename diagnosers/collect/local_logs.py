@@ -62,8 +62,8 @@ def collect_local_logs(target: Target, config: CollectConfig, writer: BundleWrit
         problems.append(f"worker logs not copied: {lookup_problem}")
     for path in [driver, *(_worker_logs(folder, job_hex) if job_hex else ())]:
         _copy_tail(path, config.log_max_bytes, writer)
-    if job_hex and (entries := raylet_entries_of_job(folder / RAYLET_LOG, job_hex)):
-        writer.write_bytes(f"logs/{RAYLET_LOG}", keep_tail(entries, config.log_max_bytes))
+    if job_hex and (entries := raylet_entries_of_job(folder / RAYLET_LOG, job_hex, config.log_max_bytes)):
+        writer.write_bytes(f"logs/{RAYLET_LOG}", entries)
     writer.source(SOURCE, error_status("; ".join(problems)) if problems else OK)
 
 
@@ -94,8 +94,9 @@ def _worker_logs(folder: Path, job_hex: str) -> list[Path]:
     return found
 
 
-def raylet_entries_of_job(path: Path, job_hex: str) -> bytes:
-    """The entries of raylet.out that name the job: kill reports that selected its workers, its own lines."""
+def raylet_entries_of_job(path: Path, job_hex: str, max_bytes: int) -> bytes:
+    """The last `max_bytes` of raylet.out's entries that name the job: kill reports that selected its
+    workers, and its own lines. Memory stays near twice `max_bytes` whatever the file's size."""
     named = re.compile(rb"\b[Jj]ob(?: ID=| )" + re.escape(job_hex.encode()) + rb"\b")
     kept = bytearray()
     entry: list[bytes] = []
@@ -105,11 +106,14 @@ def raylet_entries_of_job(path: Path, job_hex: str) -> bytes:
                 if ENTRY_START.match(line):
                     kept += _if_of_job(entry, job_hex, named)
                     entry = []
+                    if len(kept) > 2 * max_bytes:
+                        # keep_tail reads only the last max_bytes + 1 bytes, so the rest can go now.
+                        del kept[: -(max_bytes + 1)]
                 entry.append(line)
     except OSError:
         return b""
     kept += _if_of_job(entry, job_hex, named)
-    return bytes(kept)
+    return keep_tail(bytes(kept), max_bytes)
 
 
 def _if_of_job(entry: list[bytes], job_hex: str, named: re.Pattern[bytes]) -> bytes:

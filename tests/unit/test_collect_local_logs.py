@@ -24,6 +24,7 @@ Selected to kill: (Task: job ID=02000000, lease ID=00, task name=hog, pid=24744,
 [2026-11-22 18:47:40,001 I 24643 24643] (raylet) runtime_env_agent_client.cc:395: Create runtime env for job 03000000
 [2026-11-22 18:47:40,002 I 24643 24643] (raylet) worker_pool.cc:811: Job 030000001 already started in worker pool.
 """
+MAX = 1 << 20
 
 
 def _raylet(tmp_path: Path) -> Path:
@@ -33,7 +34,7 @@ def _raylet(tmp_path: Path) -> Path:
 
 
 def test_the_killed_jobs_entries_keep_the_whole_kill_report(tmp_path: Path) -> None:
-    kept = raylet_entries_of_job(_raylet(tmp_path), "02000000").decode()
+    kept = raylet_entries_of_job(_raylet(tmp_path), "02000000", MAX).decode()
     assert kept.startswith("[2026-11-22 18:47:09,080")
     assert "Killing 1 worker(s)" in kept
     assert "OOM kill reason: Memory usage 10143776768B exceeded threshold" in kept
@@ -43,7 +44,7 @@ def test_the_killed_jobs_entries_keep_the_whole_kill_report(tmp_path: Path) -> N
 
 
 def test_a_job_only_considered_for_the_kill_gets_none_of_it(tmp_path: Path) -> None:
-    kept = raylet_entries_of_job(_raylet(tmp_path), "03000000").decode()
+    kept = raylet_entries_of_job(_raylet(tmp_path), "03000000", MAX).decode()
     assert "Killing" not in kept
     assert "Memory usage" not in kept
     # Its own line, but not a longer id that starts with the same digits.
@@ -54,8 +55,8 @@ def test_a_job_only_considered_for_the_kill_gets_none_of_it(tmp_path: Path) -> N
 
 
 def test_a_job_the_raylet_never_named_gets_nothing(tmp_path: Path) -> None:
-    assert raylet_entries_of_job(_raylet(tmp_path), "05000000") == b""
-    assert raylet_entries_of_job(tmp_path / "absent.out", "02000000") == b""
+    assert raylet_entries_of_job(_raylet(tmp_path), "05000000", MAX) == b""
+    assert raylet_entries_of_job(tmp_path / "absent.out", "02000000", MAX) == b""
 
 
 def test_tails_start_at_a_line_when_one_is_inside() -> None:
@@ -72,3 +73,15 @@ def test_read_tail_reads_only_the_end(tmp_path: Path) -> None:
     path.write_bytes(b"old\n" * 1000 + b"Traceback (most recent call last):\nRuntimeError: boom\n")
     assert read_tail(path, 56) == b"Traceback (most recent call last):\nRuntimeError: boom\n"
     assert read_tail(tmp_path / "gone.log", 60) == b""
+
+
+def test_a_long_raylet_log_keeps_only_the_jobs_last_entries(tmp_path: Path) -> None:
+    path = tmp_path / "raylet.out"
+    lines = [
+        f"[2026-11-22 18:47:{n % 60:02d},000 I 1 1] (raylet) worker_pool.cc:811: Job 02000000 seq {n}\n"
+        for n in range(5000)
+    ]
+    path.write_text("".join(line + RAYLET.splitlines(keepends=True)[0] for line in lines))
+    kept = raylet_entries_of_job(path, "02000000", 1000)
+    assert kept == keep_tail("".join(lines).encode(), 1000)
+    assert kept.endswith(b"seq 4999\n")
