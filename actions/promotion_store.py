@@ -71,8 +71,9 @@ requests = Table(
     Column("state", String(16), nullable=False, index=True),
     Column("approvals_needed", Integer, nullable=False),
     Column("reason", Text),
-    # The version the alias named before the move: what a rollback returns to.
+    # The version the alias named before the move, read once before the first attempt to move it.
     Column("previous_version", Integer),
+    Column("move_started_at", UTCDateTime()),
     # "model\ntarget" while the request is open, else NULL: one open request per model and target.
     Column("open_key", String(600), unique=True),
     Column("lease_until", UTCDateTime()),
@@ -119,6 +120,7 @@ class PromotionRequest:
     updated_at: datetime
     reason: str | None = None
     previous_version: int | None = None
+    move_started_at: datetime | None = None
     approvals: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -300,13 +302,20 @@ class PromotionStore(Database):
         with self.engine.begin() as conn:
             return conn.execute(claim).rowcount == 1
 
-    def finish_apply(self, request_id: str, previous_version: int | None, at: datetime) -> PromotionRequest:
+    def begin_move(self, request_id: str, holder: int | None, at: datetime) -> PromotionRequest:
+        """Record what the alias names before the first attempt to move it; a re-apply keeps the first."""
+        with self.engine.begin() as conn:
+            request = _locked(conn, request_id, at)
+            if request.move_started_at is None:
+                _set(conn, request_id, at, previous_version=holder, move_started_at=at)
+            return _read(conn, request_id)
+
+    def finish_apply(self, request_id: str, at: datetime) -> PromotionRequest:
         with self.engine.begin() as conn:
             request = _locked(conn, request_id, at)
             if request.state != PromotionState.APPROVING:
                 return request
-            was = f" (was v{previous_version})" if previous_version is not None else ""
-            _set(conn, request_id, at, previous_version=previous_version)
+            was = f" (was v{request.previous_version})" if request.previous_version is not None else ""
             _close(
                 conn,
                 request,
@@ -345,6 +354,20 @@ class PromotionStore(Database):
                     _close(conn, request, PromotionState.EXPIRED, "system", at, "no decision before it expired")
                     expired.append(_read(conn, request_id))
         return expired
+
+    def moves(self, model: str, target: str) -> list[PromotionRequest]:
+        """The requests that moved `target`, oldest first."""
+        query = (
+            select(requests.c.id)
+            .where(
+                requests.c.model == model,
+                requests.c.target == target,
+                requests.c.state == PromotionState.APPROVED.value,
+            )
+            .order_by(requests.c.move_started_at, requests.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [_read(conn, request_id) for request_id in conn.scalars(query)]
 
     def history(self, model: str) -> list[PromotionEvent]:
         query = select(events).where(events.c.model == model).order_by(events.c.id)
@@ -435,6 +458,7 @@ def _read(conn: Connection, request_id: str) -> PromotionRequest:
         updated_at=row["updated_at"],
         reason=row["reason"],
         previous_version=row["previous_version"],
+        move_started_at=row["move_started_at"],
         approvals=tuple(given),
     )
 

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 # How long one process holds an alias move before another may take it over (it takes a second or two).
 APPLY_LEASE = timedelta(minutes=2)
 FINISHED_RUN = "FINISHED"
+PROMOTE, ROLLBACK = "promote", "rollback"
 
 
 class Promotions:
@@ -45,11 +46,29 @@ class Promotions:
         self.registry = registry or Registry(settings.tracking_uri())
         self.clock = clock
 
-    def request(self, actor: Actor, model: str, version: int, target: str, kind: str = "promote") -> PromotionRequest:
+    def request(self, actor: Actor, model: str, version: int, target: str) -> PromotionRequest:
         """A pending request to point `target` at `version`, once the target's checks hold."""
+        return self._create(actor, model, version, target, PROMOTE)
+
+    def rollback(self, actor: Actor, model: str, target: str) -> PromotionRequest:
+        """A pending request to point `target` back at the version it named before, through the same approvals."""
+        holder = self.registry.alias_holder(model, target)
+        if holder is None:
+            raise BadRequest(f"{model}@{target} names no version; there is nothing to roll back")
+        earlier = holders_before(self.store.moves(model, target))
+        if not earlier or earlier[-1] != holder:
+            raise BadRequest(
+                f"{model}@{target} is v{holder}, which no approved request of trainbot's set; "
+                f"name the version you want: trainbot model promote {model} VERSION {target}"
+            )
+        if len(earlier) < 2:
+            raise BadRequest(f"{model}@{target} named no version before v{holder}; there is nothing to roll back to")
+        return self._create(actor, model, earlier[-2], target, ROLLBACK)
+
+    def _create(self, actor: Actor, model: str, version: int, target: str, kind: str) -> PromotionRequest:
         policy = target_policy(self.targets, target)
         policy.check_requester(actor)
-        self._check(policy, model, version)
+        self._check(policy, model, version, beats=kind == PROMOTE)
         request = self.store.create(
             model=model,
             version=version,
@@ -119,7 +138,7 @@ class Promotions:
         """Finish the alias moves that a crash or an MLflow outage left undone (run on every start)."""
         return [self._apply(request_id) for request_id in self.store.outbox(self.clock())]
 
-    def _check(self, policy: TargetPolicy, model: str, version: int) -> None:
+    def _check(self, policy: TargetPolicy, model: str, version: int, *, beats: bool) -> None:
         found = self.registry.version(model, version)
         if found.run_id and found.run_status != FINISHED_RUN:
             raise BadRequest(
@@ -134,7 +153,8 @@ class Promotions:
         holder = self.registry.alias_holder(model, policy.name)
         if holder == version:
             raise BadRequest(f"{model}@{policy.name} already is v{version}")
-        if policy.beats_current and holder is not None:
+        # A rollback returns to a version that lost to the one it replaces: only promotions must beat it.
+        if beats and policy.beats_current and holder is not None:
             self._beats(policy.beats_current, policy.name, found.metrics, model, holder)
 
     def _beats(self, rule: BeatsCurrent, target: str, metrics: dict[str, float], model: str, holder: int) -> None:
@@ -158,13 +178,16 @@ class Promotions:
             return self.store.get(request_id)
         request = self.store.get(request_id)
         try:
-            previous = self.registry.alias_holder(request.model, request.target)
-            self.registry.move_alias(request.model, request.target, request.version)
+            holder = self.registry.alias_holder(request.model, request.target)
+            self.store.begin_move(request_id, holder, self.clock())
+            # A re-apply after a crash finds the move done; moving again would announce it twice.
+            if holder != request.version:
+                self.registry.move_alias(request.model, request.target, request.version)
         except ActionError as error:
             failed = self.store.fail_apply(request_id, str(error), self.clock())
             self._mirror(failed)
             return failed
-        done = self.store.finish_apply(request_id, previous, self.clock())
+        done = self.store.finish_apply(request_id, self.clock())
         self._mirror(done)
         return done
 
@@ -182,3 +205,20 @@ class Promotions:
             self.registry.tag(request.model, request.version, tags)
         except ActionError as error:
             log.warning("could not mirror %s (%s) into MLflow tags: %s", request.id, request.state.value, error)
+
+
+def holders_before(moves: list[PromotionRequest]) -> list[int]:
+    """The versions a target named, oldest first, as a stack: a promotion pushes, an approved rollback pops.
+
+    So a second rollback goes one further back rather than undoing the first. A version the alias named
+    before a move that trainbot did not make (set by hand) is kept beneath the move that replaced it.
+    """
+    stack: list[int] = []
+    for move in moves:
+        if move.kind == ROLLBACK and len(stack) >= 2 and stack[-2] == move.version:
+            stack.pop()
+            continue
+        if move.previous_version is not None and (not stack or stack[-1] != move.previous_version):
+            stack.append(move.previous_version)
+        stack.append(move.version)
+    return stack

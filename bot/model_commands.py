@@ -1,4 +1,4 @@
-"""`trainbot model promote | approve | reject | cancel | requests | history`: parse, call actions, render.
+"""`trainbot model promote | rollback | approve | reject | cancel | requests | history`: parse, call actions, render.
 
 The acting user comes from `--as USER` (the bot passes the Slack user and the user groups it found).
 """
@@ -27,6 +27,12 @@ def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     promote.add_argument("target", metavar="TARGET", help="staging, production, or an alias in the config")
     _acting(promote)
     promote.set_defaults(handler=_promote)
+
+    rollback = actions.add_parser("rollback", help="ask to point TARGET back at the version it named before")
+    rollback.add_argument("name", metavar="NAME", help="registered model name")
+    rollback.add_argument("target", metavar="TARGET")
+    _acting(rollback)
+    rollback.set_defaults(handler=_rollback)
 
     _on_request(actions, "approve", "approve a request; the last approval moves the alias", _approve)
     reject = _on_request(actions, "reject", "reject a request, saying why", _reject)
@@ -94,6 +100,11 @@ def _promote(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rollback(args: argparse.Namespace) -> int:
+    _show(_service().rollback(_actor(args), args.name, args.target), args.output)
+    return 0
+
+
 def _approve(args: argparse.Namespace) -> int:
     _show(_service().approve(_actor(args), args.request), args.output)
     return 0
@@ -131,8 +142,9 @@ def _line(request: PromotionRequest) -> str:
     given = f"{len(request.approvals)}/{request.approvals_needed} approvals"
     who = f" by {', '.join(request.approvals)}" if request.approvals else ""
     why = f": {request.reason}" if request.reason else ""
+    kind = f" ({request.kind})" if request.kind != "promote" else ""
     return (
-        f"{request.id}  {request.model} v{request.version} -> {request.target}  {request.state.value}{why}  "
+        f"{request.id}  {request.model} v{request.version} -> {request.target}{kind}  {request.state.value}{why}  "
         f"({given}{who}; asked by {request.requester})"
     )
 

@@ -19,6 +19,7 @@ from actions.promotion_store import PromotionState, now
 from actions.promotions import APPLY_LEASE, Promotions
 from actions.registry import Registry
 from actions.settings import Settings
+from tests.integration.cli import trainbot
 
 pytestmark = pytest.mark.integration
 
@@ -278,7 +279,7 @@ def test_processes_approving_at_once_move_the_alias_once(settings, client, model
     assert alias(client, model, "production") == 2
 
 
-CRASH_BEFORE_THE_MOVE = """
+CRASH_AROUND_THE_MOVE = """
 import os, sys
 from actions.promotion_policy import Actor
 from actions.promotions import Promotions
@@ -287,28 +288,133 @@ from actions.settings import Settings
 
 class Crashing(Registry):
     def move_alias(self, model, alias, version):
-        os._exit(17)  # the process dies after the approval is recorded, before MLflow hears of it
+        if sys.argv[3] == "after":
+            super().move_alias(model, alias, version)
+        os._exit(17)  # the process dies with the approval recorded, before it records the move
 
 settings = Settings.model_validate_json(sys.argv[1])
 Promotions(settings, registry=Crashing(settings.tracking_uri())).approve(Actor("U02B"), sys.argv[2])
 """
 
 
-def test_a_crash_between_the_approval_and_the_move_is_finished_on_the_next_start(settings, client, model):
+@pytest.mark.parametrize("crash", ["before", "after"])
+def test_a_crash_around_the_move_is_finished_on_the_next_start_with_one_move(settings, client, model, crash):
+    client.set_registered_model_alias(model, "staging", "1")
     request = Promotions(settings).request(ALICE, model, 2, "staging")
     crashed = subprocess.run(
-        [sys.executable, "-c", CRASH_BEFORE_THE_MOVE, settings.model_dump_json(), request.id], check=False
+        [sys.executable, "-c", CRASH_AROUND_THE_MOVE, settings.model_dump_json(), request.id, crash], check=False
     )
     assert crashed.returncode == 17
     assert Promotions(settings).store.get(request.id).state == PromotionState.APPROVING
-    assert alias(client, model, "staging") is None
+    assert alias(client, model, "staging") == (2 if crash == "after" else 1)
 
-    # Within the dead process's lease nobody else moves the alias; after it, the next start does.
+    # Within the dead process's lease nobody else moves the alias; after it, the next start finishes.
     registry = CountingRegistry(settings.tracking_uri())
     assert Promotions(settings, registry=registry).resume() == []
     later: datetime = now() + APPLY_LEASE + timedelta(seconds=1)
     resumed = Promotions(settings, registry=registry, clock=lambda: later).resume()
-    assert [request.state for request in resumed] == [PromotionState.APPROVED]
+    assert [(request.state, request.previous_version) for request in resumed] == [(PromotionState.APPROVED, 1)]
     assert Promotions(settings, registry=registry, clock=lambda: later).resume() == []
-    assert registry.moves == [(model, "staging", 2)]
+    # A move the dead process made is not made again: MLflow would announce it twice.
+    assert registry.moves == ([] if crash == "after" else [(model, "staging", 2)])
     assert alias(client, model, "staging") == 2
+
+
+def promote(promotions: Promotions, model: str, version: int, target: str = "staging") -> None:
+    request = promotions.request(ALICE, model, version, target)
+    assert promotions.approve(BOB, request.id).state == PromotionState.APPROVED
+
+
+def test_rollback_requests_the_previous_holder_through_the_same_approvals(settings, client, model):
+    promotions = Promotions(settings)
+    client.set_registered_model_alias(model, "staging", "1")  # by hand, before trainbot
+    promote(promotions, model, 2)
+    third = register(client, model, {"val_loss": 1.1})
+    promote(promotions, model, third)
+
+    back = promotions.rollback(CAROL, model, "staging")
+    assert (back.kind, back.version, back.state) == ("rollback", 2, PromotionState.PENDING)
+    with pytest.raises(Forbidden, match="nobody approves their own request"):
+        promotions.approve(CAROL, back.id)
+    assert alias(client, model, "staging") == third
+    assert promotions.approve(BOB, back.id).state == PromotionState.APPROVED
+    assert alias(client, model, "staging") == 2
+
+    # A second rollback goes one further back (to the hand-set v1), not forward again.
+    further = promotions.rollback(CAROL, model, "staging")
+    assert further.version == 1
+    promotions.approve(BOB, further.id)
+    assert alias(client, model, "staging") == 1
+    with pytest.raises(BadRequest, match="named no version before v1; there is nothing to roll back to"):
+        promotions.rollback(CAROL, model, "staging")
+    assert [event.event for event in promotions.history(model)].count("rollback") == 2
+
+
+def test_rollback_needs_trainbot_to_have_set_the_current_holder(settings, client, model):
+    promotions = Promotions(settings)
+    with pytest.raises(BadRequest, match="names no version; there is nothing to roll back"):
+        promotions.rollback(ALICE, model, "staging")
+    promote(promotions, model, 1)
+    with pytest.raises(BadRequest, match="named no version before v1"):
+        promotions.rollback(ALICE, model, "staging")
+    promote(promotions, model, 2)
+    client.set_registered_model_alias(model, "staging", "1")  # out of band
+    with pytest.raises(BadRequest, match=f"is v1, which no approved request.*trainbot model promote {model} VERSION"):
+        promotions.rollback(ALICE, model, "staging")
+
+
+def test_a_rollback_need_not_beat_the_version_it_replaces(settings, client, model):
+    promotions = Promotions(settings)
+    request = promotions.request(ALICE, model, 1, "champion")  # val_loss 1.5, no holder yet
+    promotions.approve(BOB, request.id)
+    promote(promotions, model, 2, "champion")  # val_loss 1.2 beats 1.5
+    with pytest.raises(BadRequest, match="does not beat"):
+        promotions.request(ALICE, model, 1, "champion")
+    assert promotions.rollback(ALICE, model, "champion").version == 1
+
+
+def test_the_cli_prints_json_and_refuses_in_one_line(settings, model, tmp_path):
+    config = tmp_path / "trainbot.yaml"
+    config.write_text(json.dumps({"promotion": POLICY}))
+    env = {
+        "TRAINBOT_CONFIG": str(config),
+        "TRAINBOT_DATA_DIR": str(tmp_path),
+        "TRAINBOT_MLFLOW_TRACKING_URI": settings.tracking_uri(),
+    }
+
+    def cli(*args: str) -> object:
+        return json.loads(trainbot(env, "model", *args, "-o", "json").stdout)
+
+    def refused(*args: str) -> str:
+        result = trainbot(env, "model", *args, check=False)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert "Traceback" not in result.stderr
+        return result.stderr.strip()
+
+    first = cli("promote", model, "1", "staging", "--as", "U01ALICE")
+    assert {key: first[key] for key in ("version", "target", "state", "approvals")} == {
+        "version": 1,
+        "target": "staging",
+        "state": "pending",
+        "approvals": [],
+    }
+    assert refused("approve", first["id"], "--as", "U01ALICE") == (
+        "trainbot: nobody approves their own request; ask an approver for staging"
+    )
+    assert cli("approve", first["id"], "--as", "U02B")["state"] == "approved"
+    second = cli("promote", model, "2", "staging", "--as", "U01ALICE")
+    cli("approve", second["id"], "--as", "U03C")
+    back = cli("rollback", model, "staging", "--as", "U01ALICE")
+    assert (back["kind"], back["version"]) == ("rollback", 1)
+    assert "--reason" in refused("reject", back["id"], "--as", "U02B")
+    assert cli("reject", back["id"], "--as", "U02B", "--reason", "v2 is fine")["state"] == "rejected"
+    assert [request["id"] for request in cli("requests", "--model", model)] == [back["id"], second["id"], first["id"]]
+    assert cli("requests", "--open") == []
+    trail = cli("history", model)
+    assert [(event["request"], event["event"]) for event in trail][-2:] == [
+        (back["id"], "rollback"),
+        (back["id"], "rejected"),
+    ]
+    assert refused("cancel", "pr-00000000", "--as", "U01ALICE") == (
+        "trainbot: no promotion request pr-00000000; `trainbot model requests` lists them"
+    )
