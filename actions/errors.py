@@ -25,3 +25,7 @@ class Forbidden(ActionError):
 
 class Unavailable(ActionError):
     """A backend (Ray, Kubernetes, MLflow) cannot be reached or refused to answer."""
+
+
+class Unauthorized(ActionError):
+    """The caller did not prove who it is: a missing or wrong signature, or one too old."""

@@ -74,6 +74,8 @@ requests = Table(
     # The version the alias named before the move, read once before the first attempt to move it.
     Column("previous_version", Integer),
     Column("move_started_at", UTCDateTime()),
+    # When an MLflow webhook announced this request's alias move (registry_events.py).
+    Column("announced_at", UTCDateTime()),
     # "model\ntarget" while the request is open, else NULL: one open request per model and target.
     Column("open_key", String(600), unique=True),
     Column("lease_until", UTCDateTime()),
@@ -94,10 +96,11 @@ events = Table(
     "promotion_events",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("request_id", String(32), nullable=False, index=True),
+    # No request and no version: an alias change no request explains (see registry_events.py).
+    Column("request_id", String(32), index=True),
     Column("model", String(256), nullable=False, index=True),
     Column("target", String(256), nullable=False),
-    Column("version", Integer, nullable=False),
+    Column("version", Integer),
     Column("event", String(32), nullable=False),
     Column("actor", String(128), nullable=False),
     Column("at", UTCDateTime(), nullable=False),
@@ -121,6 +124,8 @@ class PromotionRequest:
     reason: str | None = None
     previous_version: int | None = None
     move_started_at: datetime | None = None
+    # When MLflow's webhook announced the move (registry_events.py); None without webhooks.
+    announced_at: datetime | None = None
     approvals: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,10 +149,10 @@ class PromotionRequest:
 
 @dataclass(frozen=True)
 class PromotionEvent:
-    request_id: str
+    request_id: str | None
     model: str
     target: str
-    version: int
+    version: int | None
     event: str
     actor: str
     at: datetime
@@ -459,6 +464,7 @@ def _read(conn: Connection, request_id: str) -> PromotionRequest:
         reason=row["reason"],
         previous_version=row["previous_version"],
         move_started_at=row["move_started_at"],
+        announced_at=row["announced_at"],
         approvals=tuple(given),
     )
 

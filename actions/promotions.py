@@ -8,10 +8,13 @@ registry carries its own audit trail: trainbot.<target>.request, .state, .reques
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from functools import cached_property
+from urllib.parse import urlsplit
 
-from actions.errors import ActionError, BadRequest, Conflict, Forbidden
+from actions.errors import ActionError, BadRequest, Conflict, Forbidden, Unavailable
+from actions.mlflow_webhook import EVENTS, verified_delivery
 from actions.promotion_policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotion_store import (
     OPEN_STATES,
@@ -22,6 +25,7 @@ from actions.promotion_store import (
     now,
 )
 from actions.registry import Registry
+from actions.registry_events import Receipt, RegistryEvents
 from actions.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -30,6 +34,7 @@ log = logging.getLogger(__name__)
 APPLY_LEASE = timedelta(minutes=2)
 FINISHED_RUN = "FINISHED"
 PROMOTE, ROLLBACK = "promote", "rollback"
+WEBHOOK_NAME = "trainbot"
 
 
 class Promotions:
@@ -45,6 +50,13 @@ class Promotions:
         self.store.create_schema()
         self.registry = registry or Registry(settings.tracking_uri())
         self.clock = clock
+        self.state_url = settings.state_url()
+        self.webhook_secret = settings.mlflow_webhook_secret.get_secret_value()
+
+    @cached_property
+    def events(self) -> RegistryEvents:
+        """What MLflow's webhooks announced (its tables are created with the store's)."""
+        return RegistryEvents(self.state_url)
 
     def request(self, actor: Actor, model: str, version: int, target: str) -> PromotionRequest:
         """A pending request to point `target` at `version`, once the target's checks hold."""
@@ -133,6 +145,31 @@ class Promotions:
 
     def history(self, model: str) -> list[PromotionEvent]:
         return self.store.history(model)
+
+    def register_webhook(self, url: str) -> str:
+        """Have the MLflow server send trainbot its registry events, signed: "created" or "updated"."""
+        uri = self.registry.tracking_uri
+        if not uri.startswith(("http://", "https://")):
+            raise BadRequest(
+                f"only an MLflow server sends webhooks, and TRAINBOT_MLFLOW_TRACKING_URI is {uri}; "
+                "point it at the server (http://HOST:5000)"
+            )
+        if not self.webhook_secret:
+            raise BadRequest(
+                "set TRAINBOT_MLFLOW_WEBHOOK_SECRET first (a long random string: openssl rand -hex 32); "
+                "trainbot checks every delivery's signature with it"
+            )
+        parsed = urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise BadRequest(f"{url!r} is not an http(s) URL; give trainbot serve's, ending in /webhooks/mlflow")
+        return self.registry.register_webhook(WEBHOOK_NAME, url, EVENTS, self.webhook_secret)
+
+    def announce(self, headers: Mapping[str, str], body: bytes) -> Receipt:
+        """A webhook delivery from MLflow, checked and handled once: the notices it raises for the bot."""
+        if not self.webhook_secret:
+            raise Unavailable("TRAINBOT_MLFLOW_WEBHOOK_SECRET is not set, so no delivery can be checked; set it")
+        delivery = verified_delivery(self.webhook_secret, headers, body, self.clock())
+        return self.events.receive(delivery, self.clock(), list(self.targets))
 
     def resume(self) -> list[PromotionRequest]:
         """Finish the alias moves that a crash or an MLflow outage left undone (run on every start)."""

@@ -6,7 +6,7 @@ imported only when a promotion needs it. MLflow's errors become ours, with what 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,6 +15,7 @@ from actions.errors import ActionError, NotFound, Unavailable
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+    from mlflow.entities.webhook import Webhook
     from mlflow.exceptions import MlflowException
 
 MISSING_CODES = ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND")
@@ -62,6 +63,26 @@ class Registry:
         with self._answering(f"{model} version {version}"):
             for key, value in tags.items():
                 self.client().set_model_version_tag(model, str(version), key, value)
+
+    def register_webhook(self, name: str, url: str, events: Sequence[str], secret: str) -> str:
+        """Create the webhook `name`, or point the one there is at `url`: "created" or "updated"."""
+        with self._answering("MLflow webhooks"):
+            existing = next((hook for hook in self._webhooks() if hook.name == name), None)
+            if existing is None:
+                self.client().create_webhook(name, url, list(events), secret=secret)
+                return "created"
+            hook = existing.webhook_id
+            self.client().update_webhook(hook, url=url, events=list(events), secret=secret, status="ACTIVE")
+            return "updated"
+
+    def _webhooks(self) -> Iterator[Webhook]:
+        page_token = None
+        while True:
+            page = self.client().list_webhooks(page_token=page_token)
+            yield from page
+            if not page.token:
+                return
+            page_token = page.token
 
     def client(self) -> MlflowClient:
         if self._client is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from diagnosers.collect.target import DCGM_METRICS
@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     # Model promotion targets and their approvers (see actions/promotion_policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)
+    # The secret MLflow signs its webhook deliveries with (`trainbot model webhook URL` gives it to MLflow).
+    mlflow_webhook_secret: SecretStr = SecretStr("")
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
     state_store_url: str | None = None
 

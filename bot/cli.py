@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 import tempfile
@@ -68,6 +69,20 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from actions.settings import load_settings  # noqa: PLC0415
+    from bot.model_commands import promotions_service  # noqa: PLC0415
+    from bot.web import make_app, serve  # noqa: PLC0415
+
+    settings = load_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        serve(make_app(promotions_service()), args.host, args.port)
+    except OSError as error:
+        raise UserError(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -79,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(handler=_diagnose)
     config = commands.add_parser("config", help="print the effective settings")
     config.set_defaults(handler=_config)
+    serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (POST /webhooks/mlflow, GET /healthz)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    serve.set_defaults(handler=_serve)
     add_job_commands(commands)
     add_model_commands(commands)
     return parser

@@ -45,6 +45,12 @@ def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     add_output_option(listing)
     listing.set_defaults(handler=_requests)
 
+    webhook = actions.add_parser("webhook", help="have the MLflow server send its registry events to trainbot")
+    webhook.add_argument(
+        "url", metavar="URL", help="trainbot serve's address, e.g. http://trainbot:8080/webhooks/mlflow"
+    )
+    webhook.set_defaults(handler=_webhook)
+
     history = actions.add_parser("history", help="a model's audit trail: every request and what became of it")
     history.add_argument("name", metavar="NAME")
     add_output_option(history)
@@ -79,7 +85,8 @@ def _version(text: str) -> int:
     return int(text)
 
 
-def _service() -> Promotions:
+def promotions_service() -> Promotions:
+    """The promotions of the configured store and registry, with unfinished alias moves finished."""
     from actions.promotions import Promotions  # noqa: PLC0415 - SQLAlchemy and MLflow load only when used
     from actions.settings import load_settings  # noqa: PLC0415
 
@@ -95,42 +102,48 @@ def _actor(args: argparse.Namespace):  # noqa: ANN202 - the import is deferred o
 
 
 def _promote(args: argparse.Namespace) -> int:
-    request = _service().request(_actor(args), args.name, args.version, args.target)
+    request = promotions_service().request(_actor(args), args.name, args.version, args.target)
     _show(request, args.output)
     return 0
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    _show(_service().rollback(_actor(args), args.name, args.target), args.output)
+    _show(promotions_service().rollback(_actor(args), args.name, args.target), args.output)
     return 0
 
 
 def _approve(args: argparse.Namespace) -> int:
-    _show(_service().approve(_actor(args), args.request), args.output)
+    _show(promotions_service().approve(_actor(args), args.request), args.output)
     return 0
 
 
 def _reject(args: argparse.Namespace) -> int:
-    _show(_service().reject(_actor(args), args.request, args.reason), args.output)
+    _show(promotions_service().reject(_actor(args), args.request, args.reason), args.output)
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    _show(_service().cancel(_actor(args), args.request), args.output)
+    _show(promotions_service().cancel(_actor(args), args.request), args.output)
     return 0
 
 
 def _requests(args: argparse.Namespace) -> int:
-    found = _service().requests(open_only=args.open, model=args.model)
+    found = promotions_service().requests(open_only=args.open, model=args.model)
     text = "\n".join(_line(request) for request in found) or "no promotion requests"
     print_document([request.to_dict() for request in found], args.output, text)
     return 0
 
 
 def _history(args: argparse.Namespace) -> int:
-    trail = _service().history(args.name)
+    trail = promotions_service().history(args.name)
     text = "\n".join(_event_line(event) for event in trail) or f"no promotions of {args.name} yet"
     print_document([event.to_dict() for event in trail], args.output, text)
+    return 0
+
+
+def _webhook(args: argparse.Namespace) -> int:
+    done = promotions_service().register_webhook(args.url)
+    print(f"{done} MLflow webhook 'trainbot' -> {args.url}")
     return 0
 
 
@@ -151,7 +164,8 @@ def _line(request: PromotionRequest) -> str:
 
 def _event_line(event: PromotionEvent) -> str:
     detail = f"  {event.detail}" if event.detail else ""
+    version = f" v{event.version}" if event.version is not None else ""
     return (
-        f"{event.at:%Y-%m-%d %H:%M:%S}  {event.request_id}  {event.target} v{event.version}  "
+        f"{event.at:%Y-%m-%d %H:%M:%S}  {event.request_id or '-'}  {event.target}{version}  "
         f"{event.event} ({event.actor}){detail}"
     )

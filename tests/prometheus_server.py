@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.processes import free_port, serving
+
 PROMETHEUS = "prometheus"
 PROMTOOL = "promtool"
 INSTALL_HINT = "needs Debian's prometheus and promtool: apt-get install -y prometheus"
-READY_TIMEOUT_S = 60.0
 
 # One series: its labels (with __name__) and its samples as (unix seconds, value text).
 Series = tuple[Mapping[str, str], Sequence[tuple[float, str]]]
@@ -75,36 +72,17 @@ def running_prometheus(data_dir: Path, scrape_configs: str = "[]") -> Iterator[s
     config.write_text(f"global:\n  evaluation_interval: 1h\nscrape_configs: {scrape_configs}\n")
     log = data_dir.parent / f"{data_dir.name}-prometheus.log"
     port = free_port()
-    with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={data_dir}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                # Backfilled samples are months old: keep them whatever today's date is.
-                "--storage.tsdb.retention.time=100y",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_ready(url, process, log)
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    command = [
+        PROMETHEUS,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={data_dir}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        # Backfilled samples are months old: keep them whatever today's date is.
+        "--storage.tsdb.retention.time=100y",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with serving(command, log, f"{url}/-/ready"):
+        yield url
 
 
 def _labels_text(labels: Mapping[str, str]) -> str:
@@ -112,18 +90,3 @@ def _labels_text(labels: Mapping[str, str]) -> str:
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in labels.items() if key != "__name__"
     )
     return f"{{{pairs}}}" if pairs else ""
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"prometheus exited with {process.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"prometheus not ready within {READY_TIMEOUT_S:g} s:\n{log.read_text()[-2000:]}")

@@ -1,0 +1,122 @@
+"""`trainbot serve`: trainbot's HTTP endpoints, one WSGI app.
+
+POST /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py);
+GET /healthz answers while the process serves. Each route parses the request, calls one action and
+renders JSON; an error a sender can fix gets its status and message, anything else a correlation id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socketserver
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
+from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from actions.promotions import Promotions
+
+log = logging.getLogger(__name__)
+
+Answer = tuple[int, dict[str, Any]]
+STATUS_TEXT = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    411: "Length Required",
+    413: "Content Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
+ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
+
+
+class BodyRefused(Exception):
+    """A request body over the route's limit, or one without a length: refused unread."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def make_app(promotions: Promotions) -> WSGIApplication:
+    def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
+        headers = {name: environ.get(_cgi_name(name), "") for name in WEBHOOK_HEADERS}
+        receipt = promotions.announce(headers, _body(environ, MAX_BODY_BYTES))
+        return 200, receipt.to_dict()
+
+    def healthz(environ: WSGIEnvironment) -> Answer:
+        return 200, {"ok": True}
+
+    routes: dict[str, dict[str, Callable[[WSGIEnvironment], Answer]]] = {
+        "/webhooks/mlflow": {"POST": mlflow_webhook},
+        "/healthz": {"GET": healthz},
+    }
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        methods = routes.get(environ.get("PATH_INFO", ""))
+        if methods is None:
+            status, document = 404, {"error": f"no route {environ.get('PATH_INFO')}; see trainbot serve --help"}
+        elif (route := methods.get(environ["REQUEST_METHOD"])) is None:
+            status, document = 405, {"error": f"use {' or '.join(methods)}"}
+        else:
+            status, document = _answer(route, environ)
+        body = json.dumps(document).encode()
+        start_response(
+            f"{status} {STATUS_TEXT[status]}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+    return app
+
+
+def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment) -> Answer:
+    try:
+        return route(environ)
+    except BodyRefused as error:
+        return error.status, {"error": str(error)}
+    except ActionError as error:
+        return ERROR_STATUS.get(type(error), 400), {"error": str(error)}
+    except Exception:
+        incident = uuid.uuid4().hex[:12]
+        log.exception("incident %s on %s %s", incident, environ["REQUEST_METHOD"], environ.get("PATH_INFO"))
+        return 500, {"error": f"trainbot failed on this request; incident {incident} is in its log"}
+
+
+def _body(environ: WSGIEnvironment, limit: int) -> bytes:
+    length = environ.get("CONTENT_LENGTH", "")
+    if not length.isdigit():
+        raise BodyRefused(411, "send a Content-Length")
+    if int(length) > limit:
+        raise BodyRefused(413, f"the body is {length} bytes; at most {limit} are taken")
+    return environ["wsgi.input"].read(int(length))
+
+
+def _cgi_name(header: str) -> str:
+    return "HTTP_" + header.upper().replace("-", "_")
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _LoggingHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        log.info("%s %s", self.address_string(), format % args)
+
+
+def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], None] = print) -> None:
+    with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
+        ready(f"trainbot serving on http://{host}:{server.server_port} (POST /webhooks/mlflow, GET /healthz)")
+        server.serve_forever()
