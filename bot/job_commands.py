@@ -7,6 +7,7 @@ import getpass
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
+WAIT_POLL_S = 2.0
 
 
 def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -49,6 +51,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
 
     status = commands.add_parser("status", help="a job's state now, and its history")
     status.add_argument("job", metavar="JOB", help="job name or a unique prefix of it")
+    status.add_argument("--wait", action="store_true", help="wait until the job ends; exit 1 unless it succeeded")
     add_output_option(status)
     status.set_defaults(handler=_status)
 
@@ -177,14 +180,18 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from actions.jobs import JobState  # noqa: PLC0415
     from bot.job_view import status_text  # noqa: PLC0415
 
     jobs = _jobs_service(_settings())
     status = jobs.status(args.job)
+    while args.wait and not status.state.terminal:
+        time.sleep(WAIT_POLL_S)
+        status = jobs.status(status.name)
     history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
     document = {**status.to_dict(), "history": [event.to_dict() for event in history]}
     print_document(document, args.output, text=status_text(status, history))
-    return 0
+    return 1 if args.wait and status.state != JobState.SUCCEEDED else 0
 
 
 def _logs(args: argparse.Namespace) -> int:

@@ -20,7 +20,8 @@ def diagnosis_of(ray_env: dict[str, str], target: str) -> dict:
 
 def test_a_finished_job_is_diagnosed_live_and_the_saved_bundle_says_the_same(ray_env, tmp_path):
     job = launch(ray_env, "launch", "tiny-transformer", "epochs=1", "steps_per_epoch=8", "--workers", "2")
-    assert wait_for(ray_env, job, {"SUCCEEDED", "FAILED"})["state"] == "SUCCEEDED"
+    finished = trainbot(ray_env, "status", job, "--wait", "-o", "json")
+    assert json.loads(finished.stdout)["state"] == "SUCCEEDED"
 
     live = diagnosis_of(ray_env, job)
     # Every file the collectors wrote is read (no per-file notes), and a local job has no Kubernetes.
@@ -56,7 +57,8 @@ def test_a_failing_job_is_diagnosed_as_failed_with_its_traceback_quoted(ray_env,
     )
     env = {**ray_env, "TRAINBOT_CONFIG": str(config)}
     job = launch(env, "launch", "broken")
-    assert wait_for(env, job, {"SUCCEEDED", "FAILED"})["state"] == "FAILED"
+    finished = trainbot(env, "status", job, "--wait", "-o", "json", check=False)
+    assert (finished.returncode, json.loads(finished.stdout)["state"]) == (1, "FAILED")
     diagnosis = diagnosis_of(env, job)
     assert diagnosis["verdict"] == "failed"
     quoted = [quote["text"] for finding in diagnosis["findings"] for quote in finding["evidence"]]
