@@ -140,7 +140,7 @@ def _interpret(conn: Connection, delivery: Delivery, at: datetime, targets: Sequ
 def _announced(conn: Connection, model: str, alias: str, version: int, at: datetime) -> bool:
     """Whether this alias change is the move of the latest request that moved the alias, first heard now."""
     latest = conn.execute(
-        select(requests.c.id, requests.c.version, requests.c.announced_at)
+        select(requests.c.id, requests.c.version)
         .where(
             requests.c.model == model,
             requests.c.target == alias,
@@ -150,8 +150,9 @@ def _announced(conn: Connection, model: str, alias: str, version: int, at: datet
         .order_by(requests.c.move_started_at.desc(), requests.c.id.desc())
         .limit(1)
     ).first()
-    if latest is None or latest.version != version or latest.announced_at is not None:
+    if latest is None or latest.version != version:
         return False
+    # Only the first announcement of a move is its own; a second one is somebody else's move back.
     claim = update(requests).where(requests.c.id == latest.id, requests.c.announced_at.is_(None))
     return conn.execute(claim.values(announced_at=at)).rowcount == 1
 

@@ -113,6 +113,8 @@ def test_one_approval_moves_the_alias_and_the_registry_carries_the_trail(setting
 
     assert (approved.state, approved.approvals, approved.previous_version) == (PromotionState.APPROVED, ("U02B",), None)
     assert alias(client, model, "staging") == 2
+    # An alias, never a stage (deprecated since MLflow 2.9).
+    assert client.get_model_version(model, "2").current_stage == "None"
     tags = client.get_model_version(model, "2").tags
     assert tags["trainbot.staging.request"] == request.id
     assert tags["trainbot.staging.state"] == "approved"

@@ -127,3 +127,8 @@ def test_who_may_request_and_approve() -> None:
         production.check_approver(Actor("U02B"), requester="U02B")
     with pytest.raises(Forbidden, match=r"set promotion\.targets\.staging\.approvers"):
         targets["staging"].check_approver(Actor("U02B"), requester="U01")
+
+
+@pytest.mark.parametrize("staging", [{}, {"requesters": []}, {"requesters": None}])
+def test_an_empty_or_missing_requesters_list_lets_anyone_request(staging: dict) -> None:
+    promotion_targets({"targets": {"staging": staging}})["staging"].check_requester(Actor("U09ANYONE"))
