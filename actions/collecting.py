@@ -36,12 +36,12 @@ def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
 def collect_config(settings: Settings, kube_client: object = None) -> CollectConfig:
     return CollectConfig(
         prometheus_url=settings.prometheus_url,
-        prometheus_token=settings.prometheus_token,
+        prometheus_token=settings.prometheus_token.get_secret_value(),
         prometheus_verify=settings.prometheus_verify,
         metrics=settings.prometheus_metrics,
         pod_label=settings.prometheus_pod_label,
         host_label=settings.prometheus_host_label,
-        dashboard_token=settings.ray_dashboard_token,
+        dashboard_token=settings.ray_dashboard_token.get_secret_value(),
         request_timeout_s=settings.collect_request_timeout_s,
         deadline_s=settings.collect_deadline_s,
         log_max_bytes=settings.collect_log_max_mb << 20,

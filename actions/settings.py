@@ -57,7 +57,7 @@ class Settings(BaseSettings):
 
     # Live collection (trainbot diagnose JOB / collect JOB). No Prometheus URL: metrics "not-configured".
     prometheus_url: str = ""
-    prometheus_token: str = ""
+    prometheus_token: SecretStr = SecretStr("")
     # true, false, or the path of a CA bundle for a Prometheus behind private TLS.
     prometheus_verify: bool | str = True
     # dcgm-exporter's default counters; Ray's ray_node_* metrics are read when none of these has a series.
@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     prometheus_host_label: str = "Hostname"
     # The Ray dashboard to read; empty means the local head's or the RayJob's own (status.dashboardURL).
     ray_dashboard_url: str = ""
-    ray_dashboard_token: str = ""
+    ray_dashboard_token: SecretStr = SecretStr("")
     collect_deadline_s: float = Field(default=60.0, gt=0)
     collect_request_timeout_s: float = Field(default=10.0, gt=0)
     collect_log_max_mb: int = Field(default=8, ge=1)

@@ -75,6 +75,18 @@ def test_config_layers_environment_over_yaml(tmp_path):
     assert (settings["data_dir"], settings["log_level"]) == ("/from/yaml", "WARNING")
 
 
+def test_config_never_prints_a_secret():
+    secrets = {
+        "TRAINBOT_PROMETHEUS_TOKEN": "prom-token-value",
+        "TRAINBOT_RAY_DASHBOARD_TOKEN": "ray-token-value",
+        "TRAINBOT_MLFLOW_WEBHOOK_SECRET": "webhook-secret-value",
+    }
+    result = run("config", env=secrets)
+    assert result.returncode == 0, result.stderr
+    assert not [value for value in secrets.values() if value in result.stdout]
+    assert json.loads(result.stdout)["prometheus_token"] == "**********"
+
+
 def test_default_data_dir_is_dot_trainbot():
     result = run("config")
     assert json.loads(result.stdout)["data_dir"] == ".trainbot"
