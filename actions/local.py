@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
-from actions.local_head import dashboard_url, ensure_head
+from actions.local_head import dashboard_url, ensure_head, head_running
 from actions.settings import Settings
 from actions.watcher import poll_changes
 
@@ -42,7 +42,7 @@ class LocalBackend:
         }
 
     def submit(self, launch: Launch) -> JobStatus:
-        client = self._connect()
+        client = self._connect(start=True)
         try:
             client.submit_job(**self.render(launch))
         except RuntimeError as error:
@@ -90,11 +90,17 @@ class LocalBackend:
             raise Unavailable(f"cannot list jobs on the local Ray head: {_first_line(error)}") from None
         return [self._status_of(job) for job in jobs if (job.metadata or {}).get(MANAGED_BY) == MANAGER]
 
-    def _connect(self) -> JobSubmissionClient:
+    def _connect(self, start: bool = False) -> JobSubmissionClient:
+        """A client of the local head; only a launch starts one (a status query or a typo must not)."""
         if self._client is None:
             from ray.job_submission import JobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
 
-            url = ensure_head(self._settings)
+            url = ensure_head(self._settings) if start else dashboard_url(self._settings)
+            if not start and not head_running(url):
+                raise Unavailable(
+                    f"no local Ray head answers at {url}, so it runs no jobs; "
+                    "`trainbot jobs` lists what was launched, and a launch starts the head"
+                )
             try:
                 self._client = JobSubmissionClient(url)
             except (ConnectionError, RuntimeError) as error:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from diagnosers.collect.target import DCGM_METRICS
@@ -70,6 +70,18 @@ class Settings(BaseSettings):
     collect_deadline_s: float = Field(default=60.0, gt=0)
     collect_request_timeout_s: float = Field(default=10.0, gt=0)
     collect_log_max_mb: int = Field(default=8, ge=1)
+
+    # Slack, under the names Bolt gives them (no TRAINBOT_ prefix).
+    slack_bot_token: SecretStr = Field(
+        default=SecretStr(""), validation_alias=AliasChoices("SLACK_BOT_TOKEN", "slack_bot_token")
+    )
+    slack_signing_secret: SecretStr = Field(
+        default=SecretStr(""), validation_alias=AliasChoices("SLACK_SIGNING_SECRET", "slack_signing_secret")
+    )
+    # The Web API base URL: Slack's own, or a proxy (or a test's stand-in).
+    slack_api_url: str = "https://slack.com/api/"
+    # Listener threads: Slack is acked at once and the work queues for these.
+    slack_workers: int = Field(default=8, ge=1, le=64)
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:

@@ -76,25 +76,39 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    promotions = promotions_service()
+    slack = None
+    if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
+        from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415
+
+        from bot.slack_app import build_slack_app  # noqa: PLC0415
+
+        slack = SlackRequestHandler(build_slack_app(settings, promotions))
+    else:
+        logging.getLogger(__name__).warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
     try:
-        serve(make_app(promotions_service()), args.host, args.port)
+        serve(make_app(promotions, slack), args.host, args.port)
     except OSError as error:
         raise UserError(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     diagnose = commands.add_parser("diagnose", help="diagnose a job live, or an evidence bundle (folder or .tar.gz)")
     diagnose.add_argument(
         "target", metavar="JOB|PATH", help="a job (name or prefix, RayJob name, Ray submission id) or a bundle"
     )
     diagnose.add_argument("--json", action="store_true", help="print the diagnosis JSON of BUNDLE.md")
     diagnose.set_defaults(handler=_diagnose)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_diagnose_command(commands)
     config = commands.add_parser("config", help="print the effective settings")
     config.set_defaults(handler=_config)
-    serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (POST /webhooks/mlflow, GET /healthz)")
+    serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (Slack, MLflow webhooks, /healthz)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     serve.set_defaults(handler=_serve)

@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 
 def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     model = commands.add_parser("model", help="promote model versions through approvals (MLflow aliases)")
-    actions = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    add_model_actions(model.add_subparsers(dest="model_command", required=True, metavar="ACTION"))
 
+
+def add_model_actions(actions: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The model verbs, for `trainbot model` and Slack's `/model` alike."""
     promote = actions.add_parser("promote", help="ask to point TARGET (an alias) at VERSION")
     promote.add_argument("name", metavar="NAME", help="registered model name")
     promote.add_argument("version", metavar="VERSION", type=_version)
@@ -129,14 +132,14 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _requests(args: argparse.Namespace) -> int:
     found = promotions_service().requests(open_only=args.open, model=args.model)
-    text = "\n".join(_line(request) for request in found) or "no promotion requests"
+    text = "\n".join(request_line(request) for request in found) or "no promotion requests"
     print_document([request.to_dict() for request in found], args.output, text)
     return 0
 
 
 def _history(args: argparse.Namespace) -> int:
     trail = promotions_service().history(args.name)
-    text = "\n".join(_event_line(event) for event in trail) or f"no promotions of {args.name} yet"
+    text = "\n".join(event_line(event) for event in trail) or f"no promotions of {args.name} yet"
     print_document([event.to_dict() for event in trail], args.output, text)
     return 0
 
@@ -148,10 +151,10 @@ def _webhook(args: argparse.Namespace) -> int:
 
 
 def _show(request: PromotionRequest, output: str) -> None:
-    print_document(request.to_dict(), output, _line(request))
+    print_document(request.to_dict(), output, request_line(request))
 
 
-def _line(request: PromotionRequest) -> str:
+def request_line(request: PromotionRequest) -> str:
     given = f"{len(request.approvals)}/{request.approvals_needed} approvals"
     who = f" by {', '.join(request.approvals)}" if request.approvals else ""
     why = f": {request.reason}" if request.reason else ""
@@ -162,7 +165,7 @@ def _line(request: PromotionRequest) -> str:
     )
 
 
-def _event_line(event: PromotionEvent) -> str:
+def event_line(event: PromotionEvent) -> str:
     detail = f"  {event.detail}" if event.detail else ""
     version = f" v{event.version}" if event.version is not None else ""
     return (

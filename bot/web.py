@@ -1,6 +1,7 @@
 """`trainbot serve`: trainbot's HTTP endpoints, one WSGI app.
 
-POST /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py);
+POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is configured; POST
+/webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py);
 GET /healthz answers while the process serves. Each route parses the request, calls one action and
 renders JSON; an error a sender can fix gets its status and message, anything else a correlation id.
 """
@@ -37,6 +38,7 @@ STATUS_TEXT = {
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
+SLACK_PATH = "/slack/events"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
 
@@ -49,7 +51,9 @@ class BodyRefused(Exception):
         self.status = status
 
 
-def make_app(promotions: Promotions) -> WSGIApplication:
+def make_app(promotions: Promotions, slack: WSGIApplication | None = None) -> WSGIApplication:
+    """The router; `slack` is Bolt's WSGI handler, or None when Slack is not configured."""
+
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
         headers = {name: environ.get(_cgi_name(name), "") for name in WEBHOOK_HEADERS}
         receipt = promotions.announce(headers, _body(environ, MAX_BODY_BYTES))
@@ -58,12 +62,18 @@ def make_app(promotions: Promotions) -> WSGIApplication:
     def healthz(environ: WSGIEnvironment) -> Answer:
         return 200, {"ok": True}
 
+    def slack_not_configured(environ: WSGIEnvironment) -> Answer:
+        return 503, {"error": "Slack is not configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN"}
+
     routes: dict[str, dict[str, Callable[[WSGIEnvironment], Answer]]] = {
         "/webhooks/mlflow": {"POST": mlflow_webhook},
         "/healthz": {"GET": healthz},
+        "/slack/events": {"POST": slack_not_configured},
     }
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if slack is not None and environ.get("PATH_INFO") == SLACK_PATH:
+            return slack(environ, start_response)
         methods = routes.get(environ.get("PATH_INFO", ""))
         if methods is None:
             status, document = 404, {"error": f"no route {environ.get('PATH_INFO')}; see trainbot serve --help"}
@@ -118,5 +128,5 @@ class _LoggingHandler(WSGIRequestHandler):
 
 def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], None] = print) -> None:
     with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
-        ready(f"trainbot serving on http://{host}:{server.server_port} (POST /webhooks/mlflow, GET /healthz)")
+        ready(f"trainbot serving on http://{host}:{server.server_port}")
         server.serve_forever()

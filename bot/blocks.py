@@ -1,0 +1,87 @@
+"""Block Kit messages rendered from the jinja2 templates in bot/templates/, safe and within Slack's limits.
+
+Every value a person typed goes through `mrkdwn` (Slack's three escapes, so `<!channel>` shows as text
+and pings nobody) and then `tojson` (so it stays inside its JSON string). A template writes its blocks
+as JSON objects one after another, no commas between (loops and conditions stay simple); `render`
+reads them back and keeps the message within Slack's limits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+MAX_BLOCKS = 50
+MAX_SECTION_CHARS = 3000
+MAX_FALLBACK_CHARS = 3000
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Message:
+    """What the bot posts: the notification text (also the fallback) and the blocks."""
+
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def mrkdwn(value: object) -> str:
+    """Slack's escaping for text in mrkdwn and plain_text: &, < and > only."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code(value: object) -> str:
+    """Escaped text in a code span; a backtick in it would end the span, so it becomes a look-alike."""
+    return "`" + mrkdwn(value).replace("`", "ˋ") + "`"  # noqa: RUF001 - the look-alike is the point
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+_environment = Environment(
+    loader=PackageLoader("bot", "templates"),
+    undefined=StrictUndefined,
+    autoescape=False,  # Block Kit JSON, not HTML: values are escaped by `mrkdwn` and `tojson`
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_environment.filters["mrkdwn"] = mrkdwn
+_environment.filters["code"] = code
+_environment.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
+
+
+def render(template: str, text: str, **context: Any) -> Message:
+    """The blocks of bot/templates/<template>.j2, cut to Slack's limits; `text` is the notification."""
+    rendered = _environment.get_template(f"{template}.j2").render(**context)
+    return Message(clip(text, MAX_FALLBACK_CHARS), _within_limits(list(_objects(rendered))))
+
+
+def _objects(rendered: str) -> Iterator[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    position = 0
+    while (position := _skip_space(rendered, position)) < len(rendered):
+        block, position = decoder.raw_decode(rendered, position)
+        yield block
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
+
+
+def _within_limits(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for block in blocks:
+        section = block.get("text")
+        if isinstance(section, dict) and isinstance(section.get("text"), str):
+            section["text"] = clip(section["text"], MAX_SECTION_CHARS)
+    if len(blocks) <= MAX_BLOCKS:
+        return blocks
+    left_out = len(blocks) - (MAX_BLOCKS - 1)
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{ELLIPSIS} and {left_out} more"}]}
+    return [*blocks[: MAX_BLOCKS - 1], note]

@@ -1,0 +1,161 @@
+"""A local stand-in for Slack: the Web API the bot calls (recorded, answered as Slack documents it), the
+response_url of slash commands, and requests to the bot signed as Slack signs them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+
+WAIT_S = 15.0
+BOT_USER = "UTRAINBOT"
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str  # a Web API method ("chat.postMessage"), or "response_url"
+    params: dict[str, Any]
+
+
+class SlackStandIn:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.api_url = f"{url}/api/"
+        self.calls: list[Call] = []
+        self._changed = threading.Condition()
+        self._ts = itertools.count(1)
+
+    def response_url(self) -> str:
+        return f"{self.url}/response/{next(self._ts)}"
+
+    def record(self, call: Call) -> dict[str, Any]:
+        with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+        return self._answer(call)
+
+    def wait_for(self, method: str, count: int = 1, timeout_s: float = WAIT_S) -> list[Call]:
+        """The calls of `method` once there are `count` of them; fails the test after `timeout_s`."""
+
+        def found() -> list[Call]:
+            return [call for call in self.calls if call.method == method]
+
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(found()) >= count, timeout=timeout_s):
+                raise AssertionError(f"{count} {method} call(s) expected within {timeout_s} s; got {self.calls}")
+            return found()
+
+    def _answer(self, call: Call) -> dict[str, Any]:
+        ts = f"{time.time():.6f}"
+        answers: dict[str, dict[str, Any]] = {
+            "auth.test": {
+                "url": "https://trainbot-test.slack.com/",
+                "team": "ML",
+                "user": "trainbot",
+                "team_id": "T0ML",
+                "user_id": BOT_USER,
+                "bot_id": "B0TRAINBOT",
+            },
+            "chat.postMessage": {"channel": call.params.get("channel"), "ts": ts, "message": call.params},
+            "chat.update": {"channel": call.params.get("channel"), "ts": call.params.get("ts"), "text": ""},
+            "chat.postEphemeral": {"message_ts": ts},
+        }
+        return {"ok": True, **answers.get(call.method, {})}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        if self.path.startswith("/response/"):
+            answer = self.server.slack.record(Call("response_url", json.loads(body)))
+        else:
+            is_json = body and "json" in (self.headers.get("Content-Type") or "")
+            params = json.loads(body) if is_json else _form(body)
+            answer = self.server.slack.record(Call(self.path.removeprefix("/api/"), params))
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    slack: SlackStandIn
+
+
+def _form(body: str) -> dict[str, Any]:
+    """Form fields, with the JSON-valued ones (blocks, attachments) decoded as Slack would."""
+    fields: dict[str, Any] = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
+    for key in ("blocks", "attachments"):
+        if isinstance(fields.get(key), str):
+            fields[key] = json.loads(fields[key])
+    return fields
+
+
+@contextmanager
+def slack_stand_in() -> Iterator[SlackStandIn]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.slack = SlackStandIn(f"http://127.0.0.1:{server.server_port}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.slack
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def signed_headers(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """Headers as Slack sends them: v0 HMAC-SHA256 over `v0:<timestamp>:<body>`."""
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+def slash_command_body(
+    slack: SlackStandIn, command: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
+) -> str:
+    """A slash-command payload with the fields Slack documents for it."""
+    return urllib.parse.urlencode(
+        {
+            "token": "deprecated-verification-token",
+            "team_id": "T0ML",
+            "team_domain": "ml",
+            "channel_id": channel,
+            "channel_name": "ml-training",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": "A0TRAINBOT",
+            "is_enterprise_install": "false",
+            "response_url": slack.response_url(),
+            "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        }
+    )
+
+
+def post_signed(url: str, secret: str, body: str) -> requests.Response:
+    return requests.post(url, data=body.encode(), headers=signed_headers(secret, body), timeout=10)

@@ -1,0 +1,207 @@
+"""/train and /model through the real slack-bolt App over HTTP: requests signed as Slack signs them, the
+bot's replies caught by a local Slack stand-in (response_url and Web API)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from wsgiref.simple_server import make_server
+
+import pytest
+import requests
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from actions.jobs import JobState
+from actions.local_head import dashboard_url, head_running
+from actions.promotion_store import PromotionStore
+from actions.promotions import Promotions
+from actions.settings import Settings
+from actions.store import Store
+from bot.slack_app import build_slack_app
+from bot.web import make_app
+from tests.processes import free_port
+from tests.slack_stand_in import SlackStandIn, post_signed, signed_headers, slack_stand_in, slash_command_body
+from tests.unit.test_store import launched
+
+SECRET = "signing-secret-of-the-test-app"
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with slack_stand_in() as stand_in:
+        yield stand_in
+
+
+@pytest.fixture
+def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        slack_bot_token="xoxb-test",
+        slack_signing_secret=SECRET,
+        slack_api_url=slack.api_url,
+        local_dashboard_port=free_port(),  # no head answers there
+    )
+
+
+def serving(app) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/slack/events"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def promotions(settings: Settings) -> Promotions:
+    return Promotions(settings)
+
+
+@pytest.fixture
+def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
+    yield from serving(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
+
+
+def command(bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U01ALICE") -> dict:
+    """Send a signed slash command; the bot's reply as it reached the response_url."""
+    before = len([call for call in slack.calls if call.method == "response_url"])
+    answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user))
+    assert (answer.status_code, answer.text) == (200, "")
+    return slack.wait_for("response_url", before + 1)[-1].params
+
+
+def texts(reply: dict) -> str:
+    parts = []
+    for block in reply["blocks"]:
+        parts.append(json.dumps(block.get("text", {}).get("text", ""), ensure_ascii=False))
+        parts += [json.dumps(field["text"], ensure_ascii=False) for field in block.get("fields", [])]
+        parts += [json.dumps(element.get("text", ""), ensure_ascii=False) for element in block.get("elements", [])]
+    return "\n".join(json.loads(part) for part in parts)
+
+
+def test_the_app_checks_its_token_on_start(slack, bot):
+    assert [call.method for call in slack.calls] == ["auth.test"]
+    assert slack.calls[0].params == {}
+
+
+def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
+    reply = command(bot, slack, "/train", "help")
+    assert reply["response_type"] == "ephemeral"
+    shown = texts(reply)
+    assert "`/train status [--wait] JOB`" in shown
+    assert "`lr=0.003` (float, min 1e-06, max 1) learning rate" in shown
+    assert "`strategy=ddp` (choice, ddp | fsdp)" in shown
+    assert "--as" not in shown
+    assert command(bot, slack, "/train", "")["blocks"] == reply["blocks"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "status",
+            ":warning: /train status: the following arguments are required: JOB\nusage: /train status [--wait] JOB",
+        ),
+        ("launch tiny-transformer --as U02B", ":warning: /train: in Slack you act as yourself; drop --as and --group"),
+        ("launch tiny-transformer --a U02B", ":warning: /train: unrecognized arguments: --a U02B"),
+        (
+            "reboot",
+            ":warning: /train reboot: unknown; /train takes launch, sweep, status, logs, cancel, diagnose, jobs, help",
+        ),
+        ("status 'unclosed", ":warning: /train: No closing quotation (close the quote)"),
+        ("x" * 4001, ":warning: /train: the text is 4001 characters; at most 4000 are read"),
+    ],
+)
+def test_a_mistake_gets_an_ephemeral_message_saying_what_to_do(bot, slack, text, message):
+    reply = command(bot, slack, "/train", text)
+    assert reply["response_type"] == "ephemeral"
+    assert texts(reply).startswith(message)
+
+
+def test_user_text_cannot_ping_the_channel_or_break_out_of_its_string(bot, slack):
+    reply = command(bot, slack, "/model", 'history "<!channel> \\" & <@U02B>"')
+    shown = texts(reply)
+    assert "<!channel>" not in shown and "<@U02B>" not in shown
+    assert '&lt;!channel&gt; " &amp; &lt;@U02B&gt;' in shown
+
+
+def test_jobs_lists_what_was_launched(bot, slack, settings):
+    store = Store(settings.state_url())
+    store.create_schema()
+    launched(store, "tiny-transformer-abc123", requester="U01ALICE", state=JobState.RUNNING)
+    shown = texts(command(bot, slack, "/train", "jobs"))
+    assert "*Jobs*, newest first (1)" in shown
+    assert "`tiny-transformer-abc123`  *RUNNING*  tiny-transformer on local, by U01ALICE" in shown
+
+
+def test_status_without_a_ray_head_says_so_and_starts_none(bot, slack, settings):
+    shown = texts(command(bot, slack, "/train", "status nosuchjob"))
+    assert shown == (
+        f":warning: no local Ray head answers at http://127.0.0.1:{settings.local_dashboard_port}, so it runs no jobs; "
+        "`trainbot jobs` lists what was launched, and a launch starts the head"
+    )
+    assert not head_running(dashboard_url(settings))
+
+
+def test_model_requests_and_history_show_the_store(bot, slack, settings):
+    store = PromotionStore(settings.state_url())
+    request = store.create(model="tiny-transformer", version=3, target="staging", kind="promote",
+                           requester="U01ALICE", approvals_needed=1, expires_in=timedelta(hours=24),
+                           at=datetime.now(UTC))  # fmt: skip
+    shown = texts(command(bot, slack, "/model", "requests --open"))
+    assert f"`{request.id}  tiny-transformer v3 -&gt; staging  pending  (0/1 approvals; asked by U01ALICE)`" in shown
+    history = texts(command(bot, slack, "/model", "history tiny-transformer"))
+    assert f"{request.id}  staging v3  promote (U01ALICE)  v3 to staging" in history
+
+
+def test_a_verb_slack_does_not_serve_yet_says_so(bot, slack):
+    shown = texts(command(bot, slack, "/model", "promote tiny-transformer 3 staging"))
+    assert shown == (
+        ":warning: /model promote is not available in Slack yet; "
+        "run `trainbot model promote ...` in a terminal for now."
+    )
+
+
+def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(settings, slack, caplog):
+    class Broken(Promotions):
+        def requests(self, **_: object) -> list:
+            raise RuntimeError("database on fire")
+
+    for bot in serving(make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings))))):
+        shown = texts(command(bot, slack, "/model", "requests"))
+    assert shown.startswith(":warning: trainbot failed on this command; incident ")
+    assert "database on fire" not in shown
+    assert "database on fire" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        lambda body: {},
+        lambda body: signed_headers("not-the-secret", body),
+        lambda body: signed_headers(SECRET, body, timestamp=int(time.time()) - 6 * 60),
+        lambda body: {**signed_headers(SECRET, body), "X-Slack-Request-Timestamp": str(int(time.time()) + 1)},
+    ],
+    ids=["unsigned", "forged", "stale", "timestamp-changed"],
+)
+def test_requests_slack_did_not_sign_get_401_and_run_nothing(bot, slack, headers):
+    body = slash_command_body(slack, "/train", "help")
+    answer = requests.post(bot, data=body.encode(), headers=headers(body), timeout=10)
+    assert answer.status_code == 401
+    time.sleep(0.5)
+    assert [call.method for call in slack.calls] == ["auth.test"]
+
+
+def test_without_slack_settings_the_route_says_what_to_set(promotions):
+    for url in serving(make_app(promotions)):
+        answer = requests.post(url, data=b"x", timeout=10)
+    assert (answer.status_code, answer.json()) == (
+        503,
+        {"error": "Slack is not configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN"},
+    )
