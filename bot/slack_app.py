@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, Respond
+from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 
-from actions.errors import ActionError
+from actions.errors import ActionError, Unavailable
 from actions.settings import SettingsError
 from bot.blocks import Message, render
 from bot.slack_model import answer_model
@@ -34,12 +35,19 @@ Answer = Callable[[str, str], Message]
 
 def build_slack_app(settings: Settings, promotions: Promotions) -> App:
     token = settings.slack_bot_token.get_secret_value()
-    app = App(
-        client=WebClient(token=token, base_url=settings.slack_api_url),
-        signing_secret=settings.slack_signing_secret.get_secret_value(),
-        # Bolt acks first and runs the lazy listeners on this pool: bounded, so a burst queues.
-        listener_executor=ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener"),
-    )
+    try:
+        # Bolt checks the token with auth.test here.
+        app = App(
+            client=WebClient(token=token, base_url=settings.slack_api_url),
+            signing_secret=settings.slack_signing_secret.get_secret_value(),
+            # Bolt acks first and runs the lazy listeners on this pool: bounded, so a burst queues.
+            listener_executor=ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener"),
+        )
+    except (BoltError, OSError) as error:
+        raise Unavailable(
+            f"Slack at {settings.slack_api_url} did not accept SLACK_BOT_TOKEN ({error}); "
+            "check the token, and TRAINBOT_SLACK_API_URL if a proxy stands between"
+        ) from None
     app.command("/train")(ack=_ack, lazy=[_replying(lambda text, user: answer_train(text, user, settings))])
     app.command("/model")(ack=_ack, lazy=[_replying(lambda text, user: answer_model(text, user, promotions))])
     return app

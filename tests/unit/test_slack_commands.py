@@ -4,6 +4,7 @@ bot's replies caught by a local Slack stand-in (response_url and Web API)."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 import requests
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
+from actions.errors import Unavailable
 from actions.jobs import JobState
 from actions.local_head import dashboard_url, head_running
 from actions.promotion_store import PromotionStore
@@ -23,8 +25,9 @@ from actions.settings import Settings
 from actions.store import Store
 from bot.slack_app import build_slack_app
 from bot.web import make_app
-from tests.processes import free_port
+from tests.processes import free_port, serving
 from tests.slack_stand_in import SlackStandIn, post_signed, signed_headers, slack_stand_in, slash_command_body
+from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_store import launched
 
 SECRET = "signing-secret-of-the-test-app"
@@ -47,7 +50,7 @@ def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
     )
 
 
-def serving(app) -> Iterator[str]:
+def serving_in_thread(app) -> Iterator[str]:
     server = make_server("127.0.0.1", 0, app)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -65,7 +68,7 @@ def promotions(settings: Settings) -> Promotions:
 
 @pytest.fixture
 def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
-    yield from serving(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
 
 
 def command(bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U01ALICE") -> dict:
@@ -173,7 +176,9 @@ def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(set
         def requests(self, **_: object) -> list:
             raise RuntimeError("database on fire")
 
-    for bot in serving(make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings))))):
+    for bot in serving_in_thread(
+        make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings))))
+    ):
         shown = texts(command(bot, slack, "/model", "requests"))
     assert shown.startswith(":warning: trainbot failed on this command; incident ")
     assert "database on fire" not in shown
@@ -199,9 +204,33 @@ def test_requests_slack_did_not_sign_get_401_and_run_nothing(bot, slack, headers
 
 
 def test_without_slack_settings_the_route_says_what_to_set(promotions):
-    for url in serving(make_app(promotions)):
+    for url in serving_in_thread(make_app(promotions)):
         answer = requests.post(url, data=b"x", timeout=10)
     assert (answer.status_code, answer.json()) == (
         503,
         {"error": "Slack is not configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN"},
     )
+
+
+def test_a_token_slack_refuses_or_an_unreachable_slack_is_one_clear_error(settings, promotions):
+    closed = settings.model_copy(update={"slack_api_url": f"http://127.0.0.1:{free_port()}/api/"})
+    with pytest.raises(
+        Unavailable, match=r"did not accept SLACK_BOT_TOKEN .*check the token, and TRAINBOT_SLACK_API_URL"
+    ):
+        build_slack_app(closed, promotions)
+
+
+def test_trainbot_serve_answers_slack_from_its_environment(slack, tmp_path):
+    port = free_port()
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
+    env = {
+        **clean,
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "TRAINBOT_SLACK_API_URL": slack.api_url,
+        "TRAINBOT_DATA_DIR": str(tmp_path),
+    }
+    url = f"http://127.0.0.1:{port}"
+    with serving([str(TRAINBOT), "serve", "--port", str(port)], tmp_path / "serve.log", f"{url}/healthz", env):
+        reply = command(f"{url}/slack/events", slack, "/model", "help")
+    assert texts(reply).startswith("/model\n`/model promote NAME VERSION TARGET`")
