@@ -9,6 +9,7 @@ reads them back and keeps the message within Slack's limits.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ MAX_BLOCKS = 50
 MAX_SECTION_CHARS = 3000
 MAX_FALLBACK_CHARS = 3000
 ELLIPSIS = "…"
+SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
+SLACK_GROUP = re.compile(r"S[A-Z0-9]{2,20}")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,16 @@ def code(value: object) -> str:
     return "`" + mrkdwn(value).replace("`", "ˋ") + "`"  # noqa: RUF001 - the look-alike is the point
 
 
+def mention(value: object) -> str:
+    """A Slack user or user-group id as a mention; anything else (a CLI user name) as plain text."""
+    text = str(value)
+    if SLACK_USER.fullmatch(text):
+        return f"<@{text}>"
+    if SLACK_GROUP.fullmatch(text):
+        return f"<!subteam^{text}>"
+    return mrkdwn(text)
+
+
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
@@ -52,13 +65,27 @@ _environment = Environment(
 )
 _environment.filters["mrkdwn"] = mrkdwn
 _environment.filters["code"] = code
+_environment.filters["mention"] = mention
 _environment.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
 
 
+def render_view(template: str, **context: Any) -> dict[str, Any]:
+    """A modal view (one JSON object) from bot/templates/<template>.j2."""
+    [view] = _objects(_environment.get_template(f"{template}.j2").render(**context))
+    return view
+
+
 def render(template: str, text: str, **context: Any) -> Message:
-    """The blocks of bot/templates/<template>.j2, cut to Slack's limits; `text` is the notification."""
+    """The blocks of bot/templates/<template>.j2, cut to Slack's limits; `text` (plain, escaped here) is the
+    notification."""
     rendered = _environment.get_template(f"{template}.j2").render(**context)
-    return Message(clip(text, MAX_FALLBACK_CHARS), _within_limits(list(_objects(rendered))))
+    # The notification text is mrkdwn too: escaped like the blocks, so it pings nobody either.
+    return Message(clip(mrkdwn(text), MAX_FALLBACK_CHARS), _within_limits(list(_objects(rendered))))
+
+
+def notice(text: str) -> Message:
+    """A one-line message: `text` escaped, in one section."""
+    return render("notice", text, message=text)
 
 
 def _objects(rendered: str) -> Iterator[dict[str, Any]]:

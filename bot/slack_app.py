@@ -1,9 +1,9 @@
-"""The slack-bolt App: slash commands acked at once, answered from a bounded pool of listener threads.
+"""The slack-bolt App: every request acked at once, the work done on a bounded pool of listener threads.
 
-Bolt checks every request's signature and its 5-minute timestamp window (401 otherwise). Each command
-acks with nothing, then a lazy listener parses, calls one action and replies ephemerally through the
-command's response_url. A mistake a person made gets its message; anything else an incident id, and the
-traceback goes to the log only.
+Bolt checks every request's signature and its 5-minute timestamp window (401 otherwise). Slash commands
+ack with nothing and answer ephemerally through their response_url; buttons and the reject modal act on
+promotions and edit the request's message. A mistake a person made gets its message, said only to
+them; anything else an incident id, with the traceback in the log only.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 
 from actions.errors import ActionError, Unavailable
+from actions.promotion_policy import target_policy
 from actions.settings import SettingsError
-from bot.blocks import Message, render
+from actions.slack_posts import SlackPosts
+from bot.blocks import Message, mrkdwn, render
+from bot.slack_grammar import Slash
 from bot.slack_model import answer_model
+from bot.slack_promotions import PromotionDesk
 from bot.slack_train import answer_train
 
 if TYPE_CHECKING:
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Answer = Callable[[str, str], Message]
+REJECT_REASON = "promotion_reject_reason"
 
 
 def build_slack_app(settings: Settings, promotions: Promotions) -> App:
@@ -48,8 +52,14 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
             f"Slack at {settings.slack_api_url} did not accept SLACK_BOT_TOKEN ({error}); "
             "check the token, and TRAINBOT_SLACK_API_URL if a proxy stands between"
         ) from None
-    app.command("/train")(ack=_ack, lazy=[_replying(lambda text, user: answer_train(text, user, settings))])
-    app.command("/model")(ack=_ack, lazy=[_replying(lambda text, user: answer_model(text, user, promotions))])
+    posts = SlackPosts(settings.state_url())
+    posts.create_schema()
+    desk = PromotionDesk(app.client, promotions, posts)
+    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings))])
+    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk))])
+    app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk)])
+    app.action("promotion_reject")(_reject_clicked(desk))
+    app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk)])
     return app
 
 
@@ -57,28 +67,84 @@ def _ack(ack: Ack) -> None:
     ack()
 
 
-def _replying(answer: Answer) -> Callable[..., None]:
-    """A lazy listener that answers the command ephemerally, whatever happens."""
+def _answering(answer: Callable[[Slash], Message]) -> Callable[..., None]:
+    """A lazy listener that answers a slash command ephemerally, whatever happens."""
 
     def reply(command: dict[str, Any], respond: Respond) -> None:
-        respond(**_message_args(_answer(answer, command)), response_type="ephemeral", replace_original=False)
+        def say(message: Message) -> None:
+            respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+
+        slash = Slash(command.get("text", ""), command["user_id"], command.get("channel_id", ""))
+        _attempt(lambda: say(answer(slash)), lambda text: say(render("error", text, message=text)), command)
 
     return reply
 
 
-def _answer(answer: Answer, command: dict[str, Any]) -> Message:
+def _approve_clicked(desk: PromotionDesk) -> Callable[..., None]:
+    def approve(body: dict[str, Any], client: WebClient) -> None:
+        user, request_id = body["user"]["id"], body["actions"][0]["value"]
+        _attempt(
+            lambda: desk.refresh(desk.promotions.approve(desk.actor(user), request_id)),
+            _tell(client, body["channel"]["id"], user),
+            body,
+        )
+
+    return approve
+
+
+def _reject_clicked(desk: PromotionDesk) -> Callable[..., None]:
+    """Open the modal that asks why, for an approver; a trigger_id lasts 3 s, so this is not lazy."""
+
+    def reject(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        user, request_id = body["user"]["id"], body["actions"][0]["value"]
+
+        def open_modal() -> None:
+            request = desk.promotions.store.get(request_id)
+            target_policy(desk.promotions.targets, request.target).check_approver(desk.actor(user), request.requester)
+            client.views_open(trigger_id=body["trigger_id"], view=desk.reject_modal(request_id))
+
+        _attempt(open_modal, _tell(client, body["channel"]["id"], user), body)
+
+    return reject
+
+
+def _reason_given(ack: Ack, view: dict[str, Any]) -> None:
+    if _reason(view):
+        ack()
+    else:
+        ack(response_action="errors", errors={"reason": "Say why it is rejected."})
+
+
+def _reject_submitted(desk: PromotionDesk) -> Callable[..., None]:
+    def reject(body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
+        user, request_id = body["user"]["id"], view["private_metadata"]
+        _attempt(
+            lambda: desk.refresh(desk.promotions.reject(desk.actor(user), request_id, _reason(view))),
+            # A modal has no channel: the person hears back in a direct message.
+            lambda text: client.chat_postMessage(channel=user, text=mrkdwn(text)),
+            body,
+        )
+
+    return reject
+
+
+def _reason(view: dict[str, Any]) -> str:
+    return (view["state"]["values"]["reason"]["reason"].get("value") or "").strip()
+
+
+def _tell(client: WebClient, channel: str, user: str) -> Callable[[str], None]:
+    """Say something only `user` sees, in `channel`."""
+    return lambda text: client.chat_postEphemeral(channel=channel, user=user, text=mrkdwn(text))
+
+
+def _attempt(work: Callable[[], None], tell: Callable[[str], None], context: dict[str, Any]) -> None:
+    """Do `work`; tell the person what went wrong if it fails (a traceback goes to the log only)."""
     try:
-        return answer(command.get("text", ""), command["user_id"])
+        work()
     except (ActionError, SettingsError) as error:
-        return render("error", str(error), message=str(error))
+        tell(str(error))
     except Exception:
         incident = uuid.uuid4().hex[:12]
-        log.exception(
-            "incident %s: %s %r by %s", incident, command.get("command"), command.get("text"), command["user_id"]
-        )
-        text = f"trainbot failed on this command; incident {incident} is in its log"
-        return render("error", text, message=text)
-
-
-def _message_args(message: Message) -> dict[str, Any]:
-    return {"text": message.text, "blocks": message.blocks}
+        log.exception("incident %s on %s", incident, context.get("command") or context.get("type"))
+        tell(f"trainbot failed on this; incident {incident} is in its log")

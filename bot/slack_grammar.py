@@ -41,6 +41,15 @@ class SlackParser(argparse.ArgumentParser):
 
 
 @dataclass(frozen=True)
+class Slash:
+    """What a slash command brought: its text, who typed it, and where."""
+
+    text: str
+    user: str
+    channel: str
+
+
+@dataclass(frozen=True)
 class Command:
     """A slash command's words, parsed: `verb` is one Slack offers, `args` what argparse made of the rest."""
 

@@ -1,23 +1,25 @@
-"""`/model` in Slack: the CLI's promotion verbs, answered as Block Kit."""
+"""`/model` in Slack: the CLI's promotion verbs. A new request (promote, rollback) is posted in the
+channel for its approvers; decisions edit that post."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.blocks import Message, render
+from bot.blocks import Message, notice, render
 from bot.model_commands import add_model_actions, event_line, request_line
-from bot.slack_grammar import MODEL_VERBS, Command, grammar
-from bot.slack_train import not_in_slack_yet
+from bot.slack_grammar import MODEL_VERBS, Command, Slash, grammar
 
 if TYPE_CHECKING:
     from actions.promotions import Promotions
+    from bot.slack_promotions import PromotionDesk
 
 MODEL = grammar("/model", MODEL_VERBS, add_model_actions)
 LINES_SHOWN = 40
 
 
-def answer_model(text: str, user: str, promotions: Promotions) -> Message:
-    command = MODEL.parse(text)
+def answer_model(slash: Slash, desk: PromotionDesk) -> Message:
+    command = MODEL.parse(slash.text)
+    args, promotions = command.args, desk.promotions
     if command.verb == "help":
         return render("help", "/model: promote model versions through approvals", command="/model",
                       cli="model ", verbs=MODEL.usage(), templates=[])  # fmt: skip
@@ -25,7 +27,17 @@ def answer_model(text: str, user: str, promotions: Promotions) -> Message:
         return model_requests(command, promotions)
     if command.verb == "history":
         return model_history(command, promotions)
-    return not_in_slack_yet("/model", command.verb, f"trainbot model {command.verb}")
+    actor = desk.actor(slash.user)
+    if command.verb == "promote":
+        return desk.ask(slash.channel, promotions.request(actor, args.name, args.version, args.target))
+    if command.verb == "rollback":
+        return desk.ask(slash.channel, promotions.rollback(actor, args.name, args.target))
+    if command.verb == "approve":
+        request = promotions.approve(actor, args.request)
+    else:  # reject: the grammar allows no other verb
+        request = promotions.reject(actor, args.request, args.reason)
+    desk.refresh(request)
+    return notice(request_line(request))
 
 
 def model_requests(command: Command, promotions: Promotions) -> Message:

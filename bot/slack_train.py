@@ -8,7 +8,7 @@ from bot.blocks import Message, render
 from bot.cli import add_diagnose_command
 from bot.job_commands import add_job_commands
 from bot.job_view import age
-from bot.slack_grammar import TRAIN_VERBS, Command, grammar
+from bot.slack_grammar import TRAIN_VERBS, Command, Slash, grammar
 
 if TYPE_CHECKING:
     from actions.operations import Jobs
@@ -19,8 +19,8 @@ TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
 JOBS_SHOWN = 20
 
 
-def answer_train(text: str, user: str, settings: Settings) -> Message:
-    command = TRAIN.parse(text)
+def answer_train(slash: Slash, settings: Settings) -> Message:
+    command = TRAIN.parse(slash.text)
     if command.verb == "help":
         return train_help(settings)
     if command.verb == "jobs":

@@ -26,6 +26,7 @@ BOT_USER = "UTRAINBOT"
 class Call:
     method: str  # a Web API method ("chat.postMessage"), or "response_url"
     params: dict[str, Any]
+    answer: dict[str, Any]
 
 
 class SlackStandIn:
@@ -33,17 +34,20 @@ class SlackStandIn:
         self.url = url
         self.api_url = f"{url}/api/"
         self.calls: list[Call] = []
+        # Members of each user group, as usergroups.users.list answers.
+        self.usergroups: dict[str, list[str]] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
 
     def response_url(self) -> str:
         return f"{self.url}/response/{next(self._ts)}"
 
-    def record(self, call: Call) -> dict[str, Any]:
+    def record(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = self._answer(method, params)
         with self._changed:
-            self.calls.append(call)
+            self.calls.append(Call(method, params, answer))
             self._changed.notify_all()
-        return self._answer(call)
+        return answer
 
     def wait_for(self, method: str, count: int = 1, timeout_s: float = WAIT_S) -> list[Call]:
         """The calls of `method` once there are `count` of them; fails the test after `timeout_s`."""
@@ -56,7 +60,7 @@ class SlackStandIn:
                 raise AssertionError(f"{count} {method} call(s) expected within {timeout_s} s; got {self.calls}")
             return found()
 
-    def _answer(self, call: Call) -> dict[str, Any]:
+    def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         ts = f"{time.time():.6f}"
         answers: dict[str, dict[str, Any]] = {
             "auth.test": {
@@ -67,11 +71,13 @@ class SlackStandIn:
                 "user_id": BOT_USER,
                 "bot_id": "B0TRAINBOT",
             },
-            "chat.postMessage": {"channel": call.params.get("channel"), "ts": ts, "message": call.params},
-            "chat.update": {"channel": call.params.get("channel"), "ts": call.params.get("ts"), "text": ""},
+            "chat.postMessage": {"channel": params.get("channel"), "ts": ts, "message": params},
+            "chat.update": {"channel": params.get("channel"), "ts": params.get("ts"), "text": ""},
             "chat.postEphemeral": {"message_ts": ts},
+            "usergroups.users.list": {"users": self.usergroups.get(params.get("usergroup", ""), [])},
+            "views.open": {"view": {"id": "V0REJECT", **params.get("view", {})}},
         }
-        return {"ok": True, **answers.get(call.method, {})}
+        return {"ok": True, **answers.get(method, {})}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -80,11 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
         if self.path.startswith("/response/"):
-            answer = self.server.slack.record(Call("response_url", json.loads(body)))
+            answer = self.server.slack.record("response_url", json.loads(body))
         else:
             is_json = body and "json" in (self.headers.get("Content-Type") or "")
             params = json.loads(body) if is_json else _form(body)
-            answer = self.server.slack.record(Call(self.path.removeprefix("/api/"), params))
+            answer = self.server.slack.record(self.path.removeprefix("/api/"), params)
         data = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -104,7 +110,7 @@ class _Server(ThreadingHTTPServer):
 def _form(body: str) -> dict[str, Any]:
     """Form fields, with the JSON-valued ones (blocks, attachments) decoded as Slack would."""
     fields: dict[str, Any] = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
-    for key in ("blocks", "attachments"):
+    for key in ("blocks", "attachments", "view"):
         if isinstance(fields.get(key), str):
             fields[key] = json.loads(fields[key])
     return fields
@@ -159,3 +165,64 @@ def slash_command_body(
 
 def post_signed(url: str, secret: str, body: str) -> requests.Response:
     return requests.post(url, data=body.encode(), headers=signed_headers(secret, body), timeout=10)
+
+
+def _interaction(payload: dict[str, Any]) -> str:
+    base = {
+        "api_app_id": "A0TRAINBOT",
+        "token": "deprecated-verification-token",
+        "team": {"id": "T0ML", "domain": "ml"},
+    }
+    return urllib.parse.urlencode({"payload": json.dumps({**base, **payload})})
+
+
+def button_click_body(slack: SlackStandIn, action_id: str, value: str, user: str, posted: Call) -> str:
+    """A block_actions payload: `user` clicked the button `action_id` on the message `posted`."""
+    channel, ts = posted.answer["channel"], posted.answer["ts"]
+    return _interaction(
+        {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0ML"},
+            "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": False},
+            "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+            "channel": {"id": channel, "name": "ml-training"},
+            "message": {
+                "type": "message",
+                "ts": ts,
+                "text": posted.params.get("text", ""),
+                "blocks": posted.params.get("blocks", []),
+            },
+            "response_url": slack.response_url(),
+            "actions": [
+                {
+                    "action_id": action_id,
+                    "block_id": "promotion",
+                    "value": value,
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": action_id},
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+    )
+
+
+def view_submission_body(callback_id: str, private_metadata: str, values: dict[str, Any], user: str) -> str:
+    """A view_submission payload: `user` submitted the modal `callback_id` with input `values`."""
+    return _interaction(
+        {
+            "type": "view_submission",
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0ML"},
+            "trigger_id": "13345224609.738474920.8088930838d88f008e1",
+            "view": {
+                "id": "V0REJECT",
+                "team_id": "T0ML",
+                "type": "modal",
+                "callback_id": callback_id,
+                "private_metadata": private_metadata,
+                "state": {"values": values},
+                "hash": "1.abc",
+            },
+            "response_urls": [],
+        }
+    )

@@ -80,11 +80,16 @@ def command(bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U
 
 
 def texts(reply: dict) -> str:
+    """The text a person sees: the blocks' texts, or the message text where there are no blocks."""
+    if not reply.get("blocks"):
+        return reply["text"]
     parts = []
     for block in reply["blocks"]:
         parts.append(json.dumps(block.get("text", {}).get("text", ""), ensure_ascii=False))
         parts += [json.dumps(field["text"], ensure_ascii=False) for field in block.get("fields", [])]
-        parts += [json.dumps(element.get("text", ""), ensure_ascii=False) for element in block.get("elements", [])]
+        for element in block.get("elements", []):
+            text = element.get("text", "")
+            parts.append(json.dumps(text["text"] if isinstance(text, dict) else text, ensure_ascii=False))
     return "\n".join(json.loads(part) for part in parts)
 
 
@@ -164,10 +169,9 @@ def test_model_requests_and_history_show_the_store(bot, slack, settings):
 
 
 def test_a_verb_slack_does_not_serve_yet_says_so(bot, slack):
-    shown = texts(command(bot, slack, "/model", "promote tiny-transformer 3 staging"))
+    shown = texts(command(bot, slack, "/train", "launch tiny-transformer"))
     assert shown == (
-        ":warning: /model promote is not available in Slack yet; "
-        "run `trainbot model promote ...` in a terminal for now."
+        ":warning: /train launch is not available in Slack yet; run `trainbot launch ...` in a terminal for now."
     )
 
 
@@ -180,7 +184,7 @@ def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(set
         make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings))))
     ):
         shown = texts(command(bot, slack, "/model", "requests"))
-    assert shown.startswith(":warning: trainbot failed on this command; incident ")
+    assert shown.startswith(":warning: trainbot failed on this; incident ")
     assert "database on fire" not in shown
     assert "database on fire" in caplog.text
 

@@ -1,0 +1,88 @@
+"""Promotions in Slack: a request is a channel message that mentions its approvers and carries Approve /
+Reject; every later change edits that message. Who acts is the Slack user, with the user groups the
+policy names that Slack says they are in."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from actions.promotion_policy import Actor, target_policy
+from actions.promotion_store import OPEN_STATES, PromotionRequest, PromotionState
+from actions.slack_posts import Post, SlackPosts
+from bot.blocks import Message, notice, render, render_view
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from actions.promotions import Promotions
+
+# How long the members of a user group are trusted before Slack is asked again.
+GROUP_TTL_S = 60.0
+OUTCOMES = {
+    PromotionState.PENDING: "waiting for approval",
+    PromotionState.APPROVING: "approved; moving the alias",
+    PromotionState.APPROVED: "approved, alias moved",
+    PromotionState.REJECTED: "rejected",
+    PromotionState.EXPIRED: "expired",
+    PromotionState.CANCELLED: "cancelled",
+    PromotionState.FAILED: "failed; approve again to retry",
+}
+
+
+class PromotionDesk:
+    def __init__(self, client: WebClient, promotions: Promotions, posts: SlackPosts) -> None:
+        self.client = client
+        self.promotions = promotions
+        self.posts = posts
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def actor(self, user: str) -> Actor:
+        """The Slack user, with those of the policy's approver groups they belong to."""
+        named = {group for policy in self.promotions.targets.values() for group in policy.approver_groups}
+        return Actor(user, frozenset(group for group in named if user in self._members(group)))
+
+    def ask(self, channel: str, request: PromotionRequest) -> Message:
+        """Post a new request in `channel` for its approvers; the reply for the one who asked."""
+        message = self.message(request)
+        posted = self.client.chat_postMessage(channel=channel, text=message.text, blocks=message.blocks)
+        self.posts.remember(_key(request.id), Post(posted["channel"], posted["ts"]), datetime.now(UTC))
+        return notice(f"Asked: {request.id}. Its approvers are mentioned in the channel.")
+
+    def refresh(self, request: PromotionRequest) -> None:
+        """Edit the request's message to show where it stands now (if the bot posted one)."""
+        post = self.posts.find(_key(request.id))
+        if post is not None:
+            message = self.message(request)
+            self.client.chat_update(channel=post.channel, ts=post.ts, text=message.text, blocks=message.blocks)
+
+    def message(self, request: PromotionRequest) -> Message:
+        policy = target_policy(self.promotions.targets, request.target)
+        outcome = OUTCOMES[request.state] + (f": {request.reason}" if request.reason else "")
+        text = f"{request.kind} {request.model} v{request.version} to {request.target}: {outcome}"
+        return render(
+            "promotion",
+            text,
+            request=request,
+            outcome=outcome,
+            approvers=[*sorted(policy.approvers), *sorted(policy.approver_groups)],
+            open=request.state in OPEN_STATES and request.state != PromotionState.APPROVING,
+        )
+
+    def reject_modal(self, request_id: str) -> dict:
+        request = self.promotions.store.get(request_id)
+        summary = f"{request.model} v{request.version} to {request.target}, asked by {request.requester}"
+        return render_view("reject_modal", request_id=request_id, summary=summary)
+
+    def _members(self, group: str) -> frozenset[str]:
+        cached = self._groups.get(group)
+        if cached and time.monotonic() - cached[0] < GROUP_TTL_S:
+            return cached[1]
+        users = frozenset(self.client.usergroups_users_list(usergroup=group).get("users") or ())
+        self._groups[group] = (time.monotonic(), users)
+        return users
+
+
+def _key(request_id: str) -> str:
+    return f"promotion:{request_id}"

@@ -1,0 +1,173 @@
+"""The approval flow in Slack end to end: a request posted for its approvers, buttons clicked by the
+wrong and the right people, the reject modal, over signed HTTP to the real App, against a real sqlite
+MLflow registry, with Slack's side played by the local stand-in."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from actions.promotion_store import PromotionState
+from actions.promotions import Promotions
+from actions.settings import Settings
+from bot.slack_app import REJECT_REASON, build_slack_app
+from bot.web import make_app
+from tests.integration.test_promotions import alias, register
+from tests.processes import free_port
+from tests.slack_stand_in import (
+    Call,
+    SlackStandIn,
+    button_click_body,
+    post_signed,
+    slack_stand_in,
+    view_submission_body,
+)
+from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
+
+pytestmark = pytest.mark.integration
+
+ALICE, BOB, CAROL, DAVE = "U01ALICE", "U02B", "U03C", "U04D"
+POLICY = {
+    "targets": {
+        "staging": {"approvers": [BOB]},
+        "production": {"approvers": [BOB, CAROL], "approver_groups": ["S0MLLEADS"], "approvals": 2},
+    }
+}
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with slack_stand_in() as stand_in:
+        stand_in.usergroups = {"S0MLLEADS": [DAVE]}
+        yield stand_in
+
+
+@pytest.fixture
+def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        promotion=POLICY,
+        slack_bot_token="xoxb-test",
+        slack_signing_secret=SECRET,
+        slack_api_url=slack.api_url,
+        local_dashboard_port=free_port(),
+    )
+
+
+@pytest.fixture
+def client(settings: Settings) -> MlflowClient:
+    client = MlflowClient(tracking_uri=settings.tracking_uri(), registry_uri=settings.tracking_uri())
+    client.create_experiment("sweeps", artifact_location=str(settings.data_dir / "artifacts"))
+    client.create_registered_model("tiny-transformer")
+    for loss in (1.5, 1.2):
+        register(client, "tiny-transformer", {"val_loss": loss})
+    return client
+
+
+@pytest.fixture
+def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
+    promotions = Promotions(settings)
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
+
+
+def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
+    """alice asks with `/model TEXT`; the request's post in the channel."""
+    reply = command(bot, slack, "/model", text, user=ALICE)
+    assert texts(reply).startswith("Asked: pr-"), reply
+    return slack.wait_for("chat.postMessage")[-1]
+
+
+def click(bot: str, slack: SlackStandIn, posted: Call, action: str, user: str) -> None:
+    request_id = next(
+        element["value"]
+        for block in posted.params["blocks"]
+        if block["type"] == "actions"
+        for element in block["elements"]
+    )
+    answer = post_signed(bot, SECRET, button_click_body(slack, action, request_id, user, posted))
+    assert answer.status_code == 200
+
+
+def ephemeral_to(slack: SlackStandIn, user: str, count: int = 1) -> str:
+    said = [call for call in slack.wait_for("chat.postEphemeral", count) if call.params["user"] == user]
+    return said[-1].params["text"]
+
+
+def buttons(call: Call) -> list[str]:
+    return [e["action_id"] for block in call.params["blocks"] if block["type"] == "actions" for e in block["elements"]]
+
+
+def test_a_request_is_posted_for_its_approvers_and_only_an_approver_moves_the_alias(bot, slack, client):
+    posted = ask(bot, slack, "promote tiny-transformer 2 staging")
+    assert posted.params["channel"] == "C0ML"
+    shown = texts(posted.params)
+    assert "*Promote* `tiny-transformer` v2 to *staging*: waiting for approval" in shown
+    assert "Asked by <@U01ALICE>" in shown and "approvers: <@U02B>" in shown
+    assert buttons(posted) == ["promotion_approve", "promotion_reject"]
+
+    click(bot, slack, posted, "promotion_approve", ALICE)
+    assert ephemeral_to(slack, ALICE) == "nobody approves their own request; ask an approver for staging"
+    click(bot, slack, posted, "promotion_approve", CAROL)
+    assert ephemeral_to(slack, CAROL, 2) == "you are not an approver for staging"
+    assert alias(client, "tiny-transformer", "staging") is None
+
+    click(bot, slack, posted, "promotion_approve", BOB)
+    [edited] = slack.wait_for("chat.update")
+    assert (edited.params["channel"], edited.params["ts"]) == ("C0ML", posted.answer["ts"])
+    assert "approved, alias moved" in edited.params["text"]
+    assert "1/1 approvals by <@U02B>" in texts(edited.params)
+    assert buttons(edited) == []
+    assert alias(client, "tiny-transformer", "staging") == 2
+
+
+def test_a_user_groups_member_approves_where_the_policy_names_the_group(bot, slack, client):
+    posted = ask(bot, slack, "promote tiny-transformer 2 production")
+    assert "<!subteam^S0MLLEADS>" in texts(posted.params)
+    click(bot, slack, posted, "promotion_approve", DAVE)
+    click(bot, slack, posted, "promotion_approve", BOB)
+    edited = slack.wait_for("chat.update", 2)[-1]
+    assert "2/2 approvals by <@U04D>, <@U02B>" in texts(edited.params)
+    assert alias(client, "tiny-transformer", "production") == 2
+
+
+def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, settings, client):
+    posted = ask(bot, slack, "promote tiny-transformer 1 staging")
+    click(bot, slack, posted, "promotion_reject", CAROL)
+    assert ephemeral_to(slack, CAROL) == "you are not an approver for staging"
+    click(bot, slack, posted, "promotion_reject", BOB)
+    [opened] = slack.wait_for("views.open")
+    modal = opened.params["view"]
+    request_id = modal["private_metadata"]
+    assert modal["callback_id"] == REJECT_REASON
+
+    blank = {"reason": {"reason": {"type": "plain_text_input", "value": "  "}}}
+    refused = post_signed(bot, SECRET, view_submission_body(REJECT_REASON, request_id, blank, BOB))
+    assert refused.json() == {"response_action": "errors", "errors": {"reason": "Say why it is rejected."}}
+
+    reason = {"reason": {"reason": {"type": "plain_text_input", "value": "eval set <!channel> leaked"}}}
+    assert post_signed(bot, SECRET, view_submission_body(REJECT_REASON, request_id, reason, BOB)).status_code == 200
+    [edited] = slack.wait_for("chat.update")
+    assert "rejected: eval set &lt;!channel&gt; leaked" in texts(edited.params)
+    assert "<!channel>" not in json.dumps(edited.params)
+    assert buttons(edited) == []
+    assert Promotions(settings).store.get(request_id).state == PromotionState.REJECTED
+    assert alias(client, "tiny-transformer", "staging") is None
+
+
+def test_approve_and_rollback_by_command_edit_and_post(bot, slack, client):
+    posted = ask(bot, slack, "promote tiny-transformer 1 staging")
+    request_id = texts(posted.params).split("`pr-")[1].split("`")[0]
+    reply = command(bot, slack, "/model", f"approve pr-{request_id}", user=BOB)
+    assert f"pr-{request_id}  tiny-transformer v1 -&gt; staging  approved" in texts(reply)
+    assert "approved, alias moved" in slack.wait_for("chat.update")[0].params["text"]
+    second = ask(bot, slack, "promote tiny-transformer 2 staging")
+    click(bot, slack, second, "promotion_approve", BOB)
+    slack.wait_for("chat.update", 2)
+    back = ask(bot, slack, "rollback tiny-transformer staging")
+    assert "*Roll back* `tiny-transformer` v1 to *staging*" in texts(back.params)
