@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     )
     # The Web API base URL: Slack's own, or a proxy (or a test's stand-in).
     slack_api_url: str = "https://slack.com/api/"
+    # Where alert threads go, and (unless TRAINBOT_PROMOTIONS_CHANNEL names another) registry notices.
+    alerts_channel: str = ""
+    promotions_channel: str = ""
     # Listener threads: Slack is acked at once and the work queues for these.
     slack_workers: int = Field(default=8, ge=1, le=64)
 

@@ -71,23 +71,12 @@ def _config(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from actions.settings import load_settings  # noqa: PLC0415
-    from bot.model_commands import promotions_service  # noqa: PLC0415
-    from bot.web import make_app, serve  # noqa: PLC0415
+    from bot.web import serve_everything  # noqa: PLC0415
 
     settings = load_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    promotions = promotions_service()
-    slack = None
-    if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
-        from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415
-
-        from bot.slack_app import build_slack_app  # noqa: PLC0415
-
-        slack = SlackRequestHandler(build_slack_app(settings, promotions))
-    else:
-        logging.getLogger(__name__).warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
     try:
-        serve(make_app(promotions, slack), args.host, args.port)
+        serve_everything(settings, args.host, args.port)
     except OSError as error:
         raise UserError(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
     return 0

@@ -9,6 +9,7 @@ them; anything else an incident id, with the traceback in the log only.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from actions.slack_posts import SlackPosts
 from bot.blocks import Message, mrkdwn, render
 from bot.slack_grammar import Slash
 from bot.slack_model import answer_model
+from bot.slack_notices import offer_of
 from bot.slack_promotions import PromotionDesk
 from bot.slack_train import answer_train
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REJECT_REASON = "promotion_reject_reason"
+OFFER_ACTION = "promotion_offer_"
 
 
 def build_slack_app(settings: Settings, promotions: Promotions) -> App:
@@ -60,6 +63,7 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
     app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk)])
     app.action("promotion_reject")(_reject_clicked(desk))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk)])
+    app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk)])
     return app
 
 
@@ -90,6 +94,21 @@ def _approve_clicked(desk: PromotionDesk) -> Callable[..., None]:
         )
 
     return approve
+
+
+def _offer_taken(desk: PromotionDesk) -> Callable[..., None]:
+    """A "Request <target>" button under a new version: the clicker asks, as with /model promote."""
+
+    def request(body: dict[str, Any], client: WebClient) -> None:
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        model, version, target = offer_of(body["actions"][0]["value"])
+        _attempt(
+            lambda: desk.ask(channel, desk.promotions.request(desk.actor(user), model, version, target)),
+            _tell(client, channel, user),
+            body,
+        )
+
+    return request
 
 
 def _reject_clicked(desk: PromotionDesk) -> Callable[..., None]:

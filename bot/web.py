@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
     from actions.promotions import Promotions
+    from actions.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -130,3 +131,24 @@ def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], Non
     with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
         ready(f"trainbot serving on http://{host}:{server.server_port}")
         server.serve_forever()
+
+
+def serve_everything(settings: Settings, host: str, port: int) -> None:
+    """`trainbot serve`: promotions' webhooks always; Slack (and its notice poster) once configured."""
+    from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
+
+    promotions = promotions_service()
+    slack = None
+    if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
+        from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
+
+        from bot.slack_app import build_slack_app  # noqa: PLC0415
+        from bot.slack_notices import start_notice_poster  # noqa: PLC0415
+
+        app = build_slack_app(settings, promotions)
+        slack = SlackRequestHandler(app)
+        if channel := settings.promotions_channel or settings.alerts_channel:
+            start_notice_poster(app.client, promotions, channel)
+    else:
+        log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
+    serve(make_app(promotions, slack), host, port)

@@ -36,6 +36,8 @@ class SlackStandIn:
         self.calls: list[Call] = []
         # Members of each user group, as usergroups.users.list answers.
         self.usergroups: dict[str, list[str]] = {}
+        # Methods that answer as Slack does when it refuses: {"ok": false, "error": ...}.
+        self.refusing: dict[str, str] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
 
@@ -61,6 +63,8 @@ class SlackStandIn:
             return found()
 
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method in self.refusing:
+            return {"ok": False, "error": self.refusing[method]}
         ts = f"{time.time():.6f}"
         answers: dict[str, dict[str, Any]] = {
             "auth.test": {

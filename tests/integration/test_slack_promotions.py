@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_sdk import WebClient
 
+from actions.mlflow_webhook import Delivery
 from actions.promotion_store import PromotionState
 from actions.promotions import Promotions
 from actions.settings import Settings
 from bot.slack_app import REJECT_REASON, build_slack_app
+from bot.slack_notices import post_notices
 from bot.web import make_app
 from tests.integration.test_promotions import alias, register
 from tests.processes import free_port
@@ -171,3 +175,44 @@ def test_approve_and_rollback_by_command_edit_and_post(bot, slack, client):
     slack.wait_for("chat.update", 2)
     back = ask(bot, slack, "rollback tiny-transformer staging")
     assert "*Roll back* `tiny-transformer` v1 to *staging*" in texts(back.params)
+
+
+def delivery(event: str, **data: str) -> Delivery:
+    return Delivery(f"delivery-{event}-{sorted(data.items())}", event, data, datetime.now(UTC))
+
+
+def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):
+    promotions = Promotions(settings)
+    web = WebClient(token="xoxb-test", base_url=slack.api_url)
+    promotions.events.receive(
+        delivery("model_version.created", name="tiny-transformer", version="2"),
+        datetime.now(UTC),
+        list(promotions.targets),
+    )
+    promotions.events.receive(
+        delivery("model_version_alias.deleted", name="tiny-transformer", alias="<!channel>"),
+        datetime.now(UTC),
+        list(promotions.targets),
+    )
+
+    slack.refusing["chat.postMessage"] = "channel_not_found"
+    assert post_notices(web, promotions, "C0PROMO") == 0
+    assert len(promotions.events.unposted()) == 2  # kept for the next round
+    del slack.refusing["chat.postMessage"]
+    assert post_notices(web, promotions, "C0PROMO") == 2
+    assert post_notices(web, promotions, "C0PROMO") == 0
+
+    offer, out_of_band = [call for call in slack.calls if call.method == "chat.postMessage" and "ts" in call.answer]
+    assert offer.params["channel"] == "C0PROMO"
+    assert [e["text"]["text"] for b in offer.params["blocks"] if b["type"] == "actions" for e in b["elements"]] == [
+        "Request staging",
+        "Request production",
+    ]
+    assert texts(out_of_band.params).startswith(":rotating_light: tiny-transformer@&lt;!channel&gt; was deleted")
+
+    staging = next(e for b in offer.params["blocks"] if b["type"] == "actions" for e in b["elements"])
+    body = button_click_body(slack, staging["action_id"], staging["value"], ALICE, offer)
+    assert post_signed(bot, SECRET, body).status_code == 200
+    asked = slack.wait_for("chat.postMessage", 4)[-1]
+    assert "*Promote* `tiny-transformer` v2 to *staging*: waiting for approval" in texts(asked.params)
+    assert asked.params["channel"] == "C0PROMO"
