@@ -44,6 +44,7 @@ bench: install prometheus
 	$(PYTHON) bench/step_timer_overhead.py
 	$(PYTHON) bench/sweep_overhead.py
 	$(PYTHON) -m bench.collect_scale
+	$(PYTHON) -m bench.ack_latency
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -93,14 +93,14 @@ class LocalBackend:
     def _connect(self, start: bool = False) -> JobSubmissionClient:
         """A client of the local head; only a launch starts one (a status query or a typo must not)."""
         if self._client is None:
-            from ray.job_submission import JobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
-
             url = ensure_head(self._settings) if start else dashboard_url(self._settings)
             if not start and not head_running(url):
                 raise Unavailable(
                     f"no local Ray head answers at {url}, so it runs no jobs; "
                     "`trainbot jobs` lists what was launched, and a launch starts the head"
                 )
+            from ray.job_submission import JobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
+
             try:
                 self._client = JobSubmissionClient(url)
             except (ConnectionError, RuntimeError) as error:

@@ -83,8 +83,9 @@ class Settings(BaseSettings):
     # Where alert threads go, and (unless TRAINBOT_PROMOTIONS_CHANNEL names another) registry notices.
     alerts_channel: str = ""
     promotions_channel: str = ""
-    # Listener threads: Slack is acked at once and the work queues for these.
-    slack_workers: int = Field(default=8, ge=1, le=64)
+    # Threads for the work behind Slack's acks. More than the cores slows the acks themselves
+    # (bench/ack_latency.py on 2 cores: p99 1.2x a bare Bolt app with 2, 2-2.5x with 4).
+    slack_workers: int = Field(default=2, ge=1, le=64)
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:

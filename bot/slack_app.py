@@ -8,6 +8,7 @@ them; anything else an incident id, with the traceback in the log only.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import uuid
@@ -31,6 +32,7 @@ from bot.slack_promotions import PromotionDesk
 from bot.slack_train import answer_train
 
 if TYPE_CHECKING:
+    from actions.operations import Jobs
     from actions.promotions import Promotions
     from actions.settings import Settings
 
@@ -47,7 +49,10 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
         app = App(
             client=WebClient(token=token, base_url=settings.slack_api_url),
             signing_secret=settings.slack_signing_secret.get_secret_value(),
-            # Bolt acks first and runs the lazy listeners on this pool: bounded, so a burst queues.
+            # Ack listeners run in the request's own thread (otherwise Bolt queues them on the pool behind
+            # the lazy work and polls for the ack every 10 ms); the lazy listeners run on this bounded
+            # pool, so a burst queues rather than piling up threads.
+            process_before_response=True,
             listener_executor=ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener"),
         )
     except (BoltError, OSError) as error:
@@ -58,13 +63,26 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     desk = PromotionDesk(app.client, promotions, posts)
-    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings))])
+    jobs = _shared_jobs(settings)
+    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings, jobs))])
     app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk))])
     app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk)])
     app.action("promotion_reject")(_reject_clicked(desk))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk)])
     return app
+
+
+def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:
+    """One Jobs service for the whole bot, made on first use (its engine and backends are reused)."""
+
+    @functools.cache
+    def jobs() -> Jobs:
+        from actions.operations import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load on first use
+
+        return Jobs(settings)
+
+    return jobs
 
 
 def _ack(ack: Ack) -> None:

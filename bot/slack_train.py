@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.blocks import Message, render
@@ -19,14 +20,15 @@ TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
 JOBS_SHOWN = 20
 
 
-def answer_train(slash: Slash, settings: Settings) -> Message:
+def answer_train(slash: Slash, settings: Settings, jobs: Callable[[], Jobs]) -> Message:
+    """`jobs` gives the one Jobs service the bot shares (its engine and backends are reused)."""
     command = TRAIN.parse(slash.text)
     if command.verb == "help":
         return train_help(settings)
     if command.verb == "jobs":
-        return train_jobs(command, settings)
+        return train_jobs(command, jobs())
     if command.verb == "status":
-        return train_status(command, settings)
+        return train_status(command, jobs())
     return not_in_slack_yet("/train", command.verb, f"trainbot {command.verb}")
 
 
@@ -46,10 +48,10 @@ def train_help(settings: Settings) -> Message:
                   verbs=TRAIN.usage(), templates=templates)  # fmt: skip
 
 
-def train_jobs(command: Command, settings: Settings) -> Message:
+def train_jobs(command: Command, jobs: Jobs) -> Message:
     args = command.args
     limit = min(args.limit, JOBS_SHOWN)
-    records = _jobs(settings).list(limit=limit, requester=args.requester, active=args.active)
+    records = jobs.list(limit=limit, requester=args.requester, active=args.active)
     jobs = [
         {"name": r.name, "state": str(r.state), "template": r.template, "backend": r.backend,
          "requester": r.requester, "age": age(r.created_at)}
@@ -58,8 +60,7 @@ def train_jobs(command: Command, settings: Settings) -> Message:
     return render("jobs", f"{len(jobs)} jobs", jobs=jobs)
 
 
-def train_status(command: Command, settings: Settings) -> Message:
-    jobs = _jobs(settings)
+def train_status(command: Command, jobs: Jobs) -> Message:
     status = jobs.status(command.args.job)
     history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
     details = [
@@ -91,9 +92,3 @@ def _param_help(param: Param) -> str:
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _jobs(settings: Settings) -> Jobs:
-    from actions.operations import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
-
-    return Jobs(settings)

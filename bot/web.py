@@ -120,6 +120,8 @@ def _cgi_name(header: str) -> str:
 
 class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 resets connections when Slack sends a burst.
+    request_queue_size = 128
 
 
 class _LoggingHandler(WSGIRequestHandler):

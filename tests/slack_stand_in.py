@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import sys
 import threading
 import time
 import urllib.parse
@@ -101,6 +102,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def do_GET(self) -> None:  # a readiness probe
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -230,3 +236,14 @@ def view_submission_body(callback_id: str, private_metadata: str, values: dict[s
             "response_urls": [],
         }
     )
+
+
+def serve_alone(port: int) -> None:
+    """Run the stand-in as its own process (benchmarks keep its work off the process that measures)."""
+    server = _Server(("127.0.0.1", port), _Handler)
+    server.slack = SlackStandIn(f"http://127.0.0.1:{port}")
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    serve_alone(int(sys.argv[1]))

@@ -233,9 +233,10 @@ def test_registering_needs_a_server_and_a_secret(env, tmp_path):
     assert "set TRAINBOT_MLFLOW_WEBHOOK_SECRET first" in no_secret.stderr
 
 
-def test_serving_webhooks_loads_neither_torch_nor_ray_train():
+def test_serving_loads_neither_torch_nor_ray_train():
     code = (
-        "import sys; import bot.web, actions.promotions; from mlflow import MlflowClient; "
+        "import sys; import bot.web, bot.slack_app, actions.promotions, actions.operations; "
+        "from mlflow import MlflowClient; "
         "heavy = [m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith(('ray.train', 'ray.tune'))]; "
         "assert not heavy, heavy"
     )
