@@ -7,6 +7,8 @@ dataclasses, never ORM objects, so nothing holds a connection after a call retur
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,6 +50,7 @@ DETAIL_FIELDS = (*TEXT_FIELDS, *TIME_FIELDS)
 STICKY_FIELDS = ("reason", "message")
 ACTIVE_STATES = tuple(state.value for state in JobState if not state.terminal)
 # How a lock held by the other process (bot or CLI) is waited for before sqlite gives up.
+WAL_ATTEMPTS = 10
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # Candidates an ambiguous prefix lists.
 MAX_CANDIDATES = 10
@@ -388,9 +391,23 @@ def _sqlite_pragmas(dbapi_connection: Any, _connection_record: Any) -> None:
     # other's lock instead of failing. The timeout comes first: switching to WAL takes a lock.
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Connections racing to switch a fresh file to WAL can get "database is locked" at once: sqlite
+    answers a lock upgrade that could deadlock without calling the busy handler. Seen once in CI with
+    4 processes starting together; a short retry settles it (the file stays in WAL once switched)."""
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def _now() -> datetime:

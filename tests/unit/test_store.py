@@ -2,6 +2,7 @@
 
 import json
 import multiprocessing
+import sqlite3
 import threading
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
@@ -13,7 +14,7 @@ from sqlalchemy.exc import StatementError
 
 from actions.errors import BadRequest, Conflict, NotFound
 from actions.jobs import JobState, JobStatus, Launch
-from actions.store import Store
+from actions.store import Store, _switch_to_wal
 from actions.templates import TINY_TRANSFORMER
 
 
@@ -333,3 +334,20 @@ def test_cursors_are_kept_per_key_and_overwritten(tmp_path, store):
     reopened = open_store(tmp_path)
     assert reopened.get_cursor("kuberay/default") == "1002"
     assert reopened.get_cursor("kuberay/other") == "7"
+
+
+def test_a_locked_switch_to_wal_is_tried_again():
+    class Racing:
+        """A cursor whose first two WAL switches meet another process's lock, as sqlite reports it."""
+
+        def __init__(self) -> None:
+            self.tries = 0
+
+        def execute(self, statement: str) -> None:
+            self.tries += 1
+            if self.tries <= 2:
+                raise sqlite3.OperationalError("database is locked")
+
+    cursor = Racing()
+    _switch_to_wal(cursor)
+    assert cursor.tries == 3
