@@ -25,6 +25,7 @@ from actions.promotion_policy import target_policy
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from bot.blocks import Message, mrkdwn, render
+from bot.metrics import Metrics
 from bot.slack_grammar import Slash
 from bot.slack_model import answer_model
 from bot.slack_notices import offer_of
@@ -39,10 +40,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REJECT_REASON = "promotion_reject_reason"
+# _attempt with the incident counter bound: (work, tell, context).
+Attempt = Callable[[Callable[[], None], Callable[[str], None], dict[str, Any]], None]
 OFFER_ACTION = "promotion_offer_"
 
 
-def build_slack_app(settings: Settings, promotions: Promotions) -> App:
+def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> App:
+    metrics = metrics or Metrics()
+    pool = ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener")
+    metrics.watch_queue(pool)
     token = settings.slack_bot_token.get_secret_value()
     try:
         # Bolt checks the token with auth.test here.
@@ -53,7 +59,7 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
             # the lazy work and polls for the ack every 10 ms); the lazy listeners run on this bounded
             # pool, so a burst queues rather than piling up threads.
             process_before_response=True,
-            listener_executor=ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener"),
+            listener_executor=pool,
         )
     except (BoltError, OSError) as error:
         raise Unavailable(
@@ -64,12 +70,13 @@ def build_slack_app(settings: Settings, promotions: Promotions) -> App:
     posts.create_schema()
     desk = PromotionDesk(app.client, promotions, posts)
     jobs = _shared_jobs(settings)
-    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings, jobs))])
-    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk))])
-    app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk)])
-    app.action("promotion_reject")(_reject_clicked(desk))
-    app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk)])
-    app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk)])
+    attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
+    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings, jobs), attempt)])
+    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk), attempt)])
+    app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk, attempt)])
+    app.action("promotion_reject")(_reject_clicked(desk, attempt))
+    app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
+    app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
     return app
 
 
@@ -89,7 +96,7 @@ def _ack(ack: Ack) -> None:
     ack()
 
 
-def _answering(answer: Callable[[Slash], Message]) -> Callable[..., None]:
+def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Callable[..., None]:
     """A lazy listener that answers a slash command ephemerally, whatever happens."""
 
     def reply(command: dict[str, Any], respond: Respond) -> None:
@@ -97,15 +104,15 @@ def _answering(answer: Callable[[Slash], Message]) -> Callable[..., None]:
             respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
 
         slash = Slash(command.get("text", ""), command["user_id"], command.get("channel_id", ""))
-        _attempt(lambda: say(answer(slash)), lambda text: say(render("error", text, message=text)), command)
+        attempt(lambda: say(answer(slash)), lambda text: say(render("error", text, message=text)), command)
 
     return reply
 
 
-def _approve_clicked(desk: PromotionDesk) -> Callable[..., None]:
+def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
     def approve(body: dict[str, Any], client: WebClient) -> None:
         user, request_id = body["user"]["id"], body["actions"][0]["value"]
-        _attempt(
+        attempt(
             lambda: desk.refresh(desk.promotions.approve(desk.actor(user), request_id)),
             _tell(client, body["channel"]["id"], user),
             body,
@@ -114,13 +121,13 @@ def _approve_clicked(desk: PromotionDesk) -> Callable[..., None]:
     return approve
 
 
-def _offer_taken(desk: PromotionDesk) -> Callable[..., None]:
+def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
     """A "Request <target>" button under a new version: the clicker asks, as with /model promote."""
 
     def request(body: dict[str, Any], client: WebClient) -> None:
         user, channel = body["user"]["id"], body["channel"]["id"]
         model, version, target = offer_of(body["actions"][0]["value"])
-        _attempt(
+        attempt(
             lambda: desk.ask(channel, desk.promotions.request(desk.actor(user), model, version, target)),
             _tell(client, channel, user),
             body,
@@ -129,7 +136,7 @@ def _offer_taken(desk: PromotionDesk) -> Callable[..., None]:
     return request
 
 
-def _reject_clicked(desk: PromotionDesk) -> Callable[..., None]:
+def _reject_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
     """Open the modal that asks why, for an approver; a trigger_id lasts 3 s, so this is not lazy."""
 
     def reject(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
@@ -141,7 +148,7 @@ def _reject_clicked(desk: PromotionDesk) -> Callable[..., None]:
             target_policy(desk.promotions.targets, request.target).check_approver(desk.actor(user), request.requester)
             client.views_open(trigger_id=body["trigger_id"], view=desk.reject_modal(request_id))
 
-        _attempt(open_modal, _tell(client, body["channel"]["id"], user), body)
+        attempt(open_modal, _tell(client, body["channel"]["id"], user), body)
 
     return reject
 
@@ -153,10 +160,10 @@ def _reason_given(ack: Ack, view: dict[str, Any]) -> None:
         ack(response_action="errors", errors={"reason": "Say why it is rejected."})
 
 
-def _reject_submitted(desk: PromotionDesk) -> Callable[..., None]:
+def _reject_submitted(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
     def reject(body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
         user, request_id = body["user"]["id"], view["private_metadata"]
-        _attempt(
+        attempt(
             lambda: desk.refresh(desk.promotions.reject(desk.actor(user), request_id, _reason(view))),
             # A modal has no channel: the person hears back in a direct message.
             lambda text: client.chat_postMessage(channel=user, text=mrkdwn(text)),
@@ -175,7 +182,9 @@ def _tell(client: WebClient, channel: str, user: str) -> Callable[[str], None]:
     return lambda text: client.chat_postEphemeral(channel=channel, user=user, text=mrkdwn(text))
 
 
-def _attempt(work: Callable[[], None], tell: Callable[[str], None], context: dict[str, Any]) -> None:
+def _attempt(
+    work: Callable[[], None], tell: Callable[[str], None], context: dict[str, Any], on_incident: Callable[[], None]
+) -> None:
     """Do `work`; tell the person what went wrong if it fails (a traceback goes to the log only)."""
     try:
         work()
@@ -183,5 +192,6 @@ def _attempt(work: Callable[[], None], tell: Callable[[str], None], context: dic
         tell(str(error))
     except Exception:
         incident = uuid.uuid4().hex[:12]
+        on_incident()
         log.exception("incident %s on %s", incident, context.get("command") or context.get("type"))
         tell(f"trainbot failed on this; incident {incident} is in its log")

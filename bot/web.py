@@ -2,8 +2,9 @@
 
 POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is configured; POST
 /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py);
-GET /healthz answers while the process serves. Each route parses the request, calls one action and
-renders JSON; an error a sender can fix gets its status and message, anything else a correlation id.
+GET /healthz answers while the process serves; GET /metrics is the bot's own (bot/metrics.py).
+Each route parses the request, calls one action and renders JSON; an error a sender can fix gets its
+status and message, anything else a correlation id.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import socketserver
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from bot.metrics import Metrics
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -40,6 +43,7 @@ STATUS_TEXT = {
     503: "Service Unavailable",
 }
 SLACK_PATH = "/slack/events"
+METRICS_PATH = "/metrics"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
 
@@ -52,8 +56,11 @@ class BodyRefused(Exception):
         self.status = status
 
 
-def make_app(promotions: Promotions, slack: WSGIApplication | None = None) -> WSGIApplication:
+def make_app(
+    promotions: Promotions, slack: WSGIApplication | None = None, metrics: Metrics | None = None
+) -> WSGIApplication:
     """The router; `slack` is Bolt's WSGI handler, or None when Slack is not configured."""
+    metrics = metrics or Metrics()
 
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
         headers = {name: environ.get(_cgi_name(name), "") for name in WEBHOOK_HEADERS}
@@ -75,13 +82,17 @@ def make_app(promotions: Promotions, slack: WSGIApplication | None = None) -> WS
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if slack is not None and environ.get("PATH_INFO") == SLACK_PATH:
             return slack(environ, start_response)
+        if environ.get("PATH_INFO") == METRICS_PATH and environ["REQUEST_METHOD"] == "GET":
+            exposition = metrics.exposition()
+            start_response("200 OK", [("Content-Type", metrics.content_type), ("Content-Length", str(len(exposition)))])
+            return [exposition]
         methods = routes.get(environ.get("PATH_INFO", ""))
         if methods is None:
             status, document = 404, {"error": f"no route {environ.get('PATH_INFO')}; see trainbot serve --help"}
         elif (route := methods.get(environ["REQUEST_METHOD"])) is None:
             status, document = 405, {"error": f"use {' or '.join(methods)}"}
         else:
-            status, document = _answer(route, environ)
+            status, document = _answer(route, environ, metrics)
         body = json.dumps(document).encode()
         start_response(
             f"{status} {STATUS_TEXT[status]}",
@@ -89,10 +100,25 @@ def make_app(promotions: Promotions, slack: WSGIApplication | None = None) -> WS
         )
         return [body]
 
-    return app
+    def measured(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        started, path = time.perf_counter(), environ.get("PATH_INFO", "")
+        statuses: list[str] = []
+
+        def recording(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            statuses.append(status.split(" ", 1)[0])
+            return start_response(status, headers, exc_info)
+
+        body = app(environ, recording)
+        route = path if path in routes or path == METRICS_PATH else "other"
+        metrics.requests.labels(route=route, status=statuses[-1] if statuses else "none").inc()
+        if path == SLACK_PATH:
+            metrics.ack_seconds.observe(time.perf_counter() - started)
+        return body
+
+    return measured
 
 
-def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment) -> Answer:
+def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment, metrics: Metrics) -> Answer:
     try:
         return route(environ)
     except BodyRefused as error:
@@ -101,6 +127,7 @@ def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment
         return ERROR_STATUS.get(type(error), 400), {"error": str(error)}
     except Exception:
         incident = uuid.uuid4().hex[:12]
+        metrics.incident("http")
         log.exception("incident %s on %s %s", incident, environ["REQUEST_METHOD"], environ.get("PATH_INFO"))
         return 500, {"error": f"trainbot failed on this request; incident {incident} is in its log"}
 
@@ -140,6 +167,7 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
     promotions = promotions_service()
+    metrics = Metrics()
     slack = None
     if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
         from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
@@ -147,10 +175,10 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
         from bot.slack_app import build_slack_app  # noqa: PLC0415
         from bot.slack_notices import start_notice_poster  # noqa: PLC0415
 
-        app = build_slack_app(settings, promotions)
+        app = build_slack_app(settings, promotions, metrics)
         slack = SlackRequestHandler(app)
         if channel := settings.promotions_channel or settings.alerts_channel:
             start_notice_poster(app.client, promotions, channel)
     else:
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
-    serve(make_app(promotions, slack), host, port)
+    serve(make_app(promotions, slack, metrics), host, port)

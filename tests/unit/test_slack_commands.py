@@ -14,6 +14,7 @@ from wsgiref.simple_server import make_server
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from actions.errors import Unavailable
@@ -23,6 +24,7 @@ from actions.promotion_store import PromotionStore
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.store import Store
+from bot.metrics import Metrics
 from bot.slack_app import build_slack_app
 from bot.web import make_app
 from tests.processes import free_port, serving
@@ -238,3 +240,30 @@ def test_trainbot_serve_answers_slack_from_its_environment(slack, tmp_path):
     with serving([str(TRAINBOT), "serve", "--port", str(port)], tmp_path / "serve.log", f"{url}/healthz", env):
         reply = command(f"{url}/slack/events", slack, "/model", "help")
     assert texts(reply).startswith("/model\n`/model promote NAME VERSION TARGET`")
+
+
+def test_metrics_count_requests_ack_latency_errors_and_the_queue(settings, slack):
+    class Broken(Promotions):
+        def requests(self, **_: object) -> list:
+            raise RuntimeError("database on fire")
+
+    metrics = Metrics()
+    broken = Broken(settings)
+    app = make_app(broken, SlackRequestHandler(build_slack_app(settings, broken, metrics)), metrics)
+    for bot in serving_in_thread(app):
+        command(bot, slack, "/train", "help")
+        command(bot, slack, "/model", "requests")
+        base = bot.removesuffix("/slack/events")
+        requests.get(f"{base}/no/such/path", timeout=10)
+        scraped = requests.get(f"{base}/metrics", timeout=10)
+    assert scraped.headers["Content-Type"].startswith("text/plain")
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(scraped.text)
+        for sample in family.samples
+    }
+    assert samples[("trainbot_http_requests_total", (("route", "/slack/events"), ("status", "200")))] == 2
+    assert samples[("trainbot_http_requests_total", (("route", "other"), ("status", "404")))] == 1
+    assert samples[("trainbot_slack_ack_seconds_count", ())] == 2
+    assert samples[("trainbot_errors_total", (("where", "slack"),))] == 1
+    assert samples[("trainbot_work_queue_depth", ())] == 0
