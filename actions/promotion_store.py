@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -428,18 +428,14 @@ def _close(
 def _event(
     conn: Connection, request: PromotionRequest, name: str, actor: str, at: datetime, detail: str | None
 ) -> None:
-    conn.execute(
-        events.insert().values(
-            request_id=request.id,
-            model=request.model,
-            target=request.target,
-            version=request.version,
-            event=name,
-            actor=actor,
-            at=at,
-            detail=detail,
-        )
+    record_event(
+        conn, PromotionEvent(request.id, request.model, request.target, request.version, name, actor, at, detail)
     )
+
+
+def record_event(conn: Connection, event: PromotionEvent) -> None:
+    """One line of a model's audit trail; its fields are the table's columns."""
+    conn.execute(events.insert().values(asdict(event)))
 
 
 def _read(conn: Connection, request_id: str) -> PromotionRequest:
@@ -470,7 +466,7 @@ def _read(conn: Connection, request_id: str) -> PromotionRequest:
 
 
 def _event_fields(row: RowMapping) -> dict[str, Any]:
-    return {key: row[key] for key in ("request_id", "model", "target", "version", "event", "actor", "at", "detail")}
+    return {field.name: row[field.name] for field in fields(PromotionEvent)}
 
 
 def now() -> datetime:

@@ -22,7 +22,7 @@ from sqlalchemy import Column, Connection, Integer, String, Table, Text, select,
 
 from actions.errors import BadRequest
 from actions.mlflow_webhook import Delivery
-from actions.promotion_store import PromotionState, events, metadata, requests
+from actions.promotion_store import PromotionEvent, PromotionState, metadata, record_event, requests
 from actions.store import Database, UTCDateTime
 
 MOVED_STATES = (PromotionState.APPROVING, PromotionState.APPROVED, PromotionState.FAILED)
@@ -159,17 +159,8 @@ def _announced(conn: Connection, model: str, alias: str, version: int, at: datet
 
 def _out_of_band(conn: Connection, model: str, alias: str, version: int | None, text: str, at: datetime) -> Notice:
     history = shlex.join(["trainbot", "model", "history", model])
-    conn.execute(
-        events.insert().values(
-            request_id=None,
-            model=model,
-            target=alias,
-            version=version,
-            event=NoticeKind.OUT_OF_BAND.value,
-            actor=MLFLOW_ACTOR,
-            at=at,
-            detail=text,
-        )
+    record_event(
+        conn, PromotionEvent(None, model, alias, version, NoticeKind.OUT_OF_BAND.value, MLFLOW_ACTOR, at, text)
     )
     return Notice(0, NoticeKind.OUT_OF_BAND, model, version, alias, f"{text}. `{history}` shows the approved moves.")
 

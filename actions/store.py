@@ -50,8 +50,9 @@ DETAIL_FIELDS = (*TEXT_FIELDS, *TIME_FIELDS)
 STICKY_FIELDS = ("reason", "message")
 ACTIVE_STATES = tuple(state.value for state in JobState if not state.terminal)
 # How a lock held by the other process (bot or CLI) is waited for before sqlite gives up.
-WAL_ATTEMPTS = 10
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# Tries at switching a fresh file to WAL while other connections race to do the same.
+WAL_ATTEMPTS = 10
 # Candidates an ambiguous prefix lists.
 MAX_CANDIDATES = 10
 # Each failed compare-and-set means another writer changed the job meanwhile, so this is never reached
@@ -203,14 +204,24 @@ class Database:
     schema: ClassVar[MetaData]
 
     def __init__(self, url: str) -> None:
-        self.engine = open_database(url)
-        self._insert = insert_for(self.engine)
+        self.engine = _create_engine(_parse_url(url))
+        # The dialect's INSERT, which has ON CONFLICT DO NOTHING.
+        self._insert = INSERTS[self.engine.dialect.name]
 
     def close(self) -> None:
         self.engine.dispose()
 
     def create_schema(self) -> None:
-        create_tables(self.schema, self.engine)
+        """Create what is missing. Safe on every start, also when the bot and the CLI start at once."""
+        tables = self.schema.tables
+        for attempt in range(len(tables) + 1):
+            try:
+                self.schema.create_all(self.engine)
+                return
+            except DatabaseError:
+                # Another process created a table between our check and our CREATE: check again.
+                if attempt == len(tables):
+                    raise
 
 
 class Store(Database):
@@ -335,28 +346,6 @@ class Store(Database):
         upsert = upsert.on_conflict_do_update(index_elements=[cursors.c.key], set_={"value": value})
         with self.engine.begin() as conn:
             conn.execute(upsert)
-
-
-def open_database(url: str) -> Engine:
-    """An engine for the state store URL (sqlite or PostgreSQL); SettingsError names the fix."""
-    return _create_engine(_parse_url(url))
-
-
-def insert_for(engine: Engine) -> Callable[[Table], sqlite.Insert | postgresql.Insert]:
-    """The dialect's INSERT, which has ON CONFLICT DO NOTHING."""
-    return INSERTS[engine.dialect.name]
-
-
-def create_tables(tables: MetaData, engine: Engine) -> None:
-    """Create what is missing. Safe on every start, also when the bot and the CLI start at once."""
-    for attempt in range(len(tables.tables) + 1):
-        try:
-            tables.create_all(engine)
-            return
-        except DatabaseError:
-            # Another process created a table between our check and our CREATE: check again.
-            if attempt == len(tables.tables):
-                raise
 
 
 def _parse_url(url: str) -> URL:
