@@ -138,6 +138,12 @@ class Promotions:
         self._mirror(request)
         return request
 
+    def decidable(self, actor: Actor, request_id: str) -> PromotionRequest:
+        """The request, if `actor` may approve or reject it; Forbidden says why not."""
+        request = self.store.get(request_id)
+        self._approver_check(actor)(request)
+        return request
+
     def requests(self, *, open_only: bool = False, model: str | None = None) -> list[PromotionRequest]:
         for expired in self.store.expire_due(self.clock()):
             self._mirror(expired)

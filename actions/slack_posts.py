@@ -31,12 +31,11 @@ class Post:
 class SlackPosts(Database):
     schema = metadata
 
-    def remember(self, key: str, post: Post, at: datetime) -> Post:
+    def remember(self, key: str, post: Post, at: datetime) -> None:
         """Record the post for `key`; the first one stays (a thread has one parent)."""
         insert = self._insert(posts).values(key=key, channel=post.channel, ts=post.ts, posted_at=at)
         with self.engine.begin() as conn:
             conn.execute(insert.on_conflict_do_nothing())
-        return self.find(key) or post
 
     def find(self, key: str) -> Post | None:
         with self.engine.connect() as conn:

@@ -15,6 +15,7 @@ from bot.job_commands import add_output_option, print_document
 if TYPE_CHECKING:
     from actions.promotion_store import PromotionEvent, PromotionRequest
     from actions.promotions import Promotions
+    from actions.settings import Settings
 
 
 def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -88,12 +89,12 @@ def _version(text: str) -> int:
     return int(text)
 
 
-def promotions_service() -> Promotions:
+def promotions_service(settings: Settings | None = None) -> Promotions:
     """The promotions of the configured store and registry, with unfinished alias moves finished."""
     from actions.promotions import Promotions  # noqa: PLC0415 - SQLAlchemy and MLflow load only when used
     from actions.settings import load_settings  # noqa: PLC0415
 
-    promotions = Promotions(load_settings())
+    promotions = Promotions(settings or load_settings())
     promotions.resume()
     return promotions
 

@@ -21,7 +21,6 @@ from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 
 from actions.errors import ActionError, Unavailable
-from actions.promotion_policy import target_policy
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from bot.blocks import Message, mrkdwn, render
@@ -144,9 +143,8 @@ def _reject_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None
         user, request_id = body["user"]["id"], body["actions"][0]["value"]
 
         def open_modal() -> None:
-            request = desk.promotions.store.get(request_id)
-            target_policy(desk.promotions.targets, request.target).check_approver(desk.actor(user), request.requester)
-            client.views_open(trigger_id=body["trigger_id"], view=desk.reject_modal(request_id))
+            request = desk.promotions.decidable(desk.actor(user), request_id)
+            client.views_open(trigger_id=body["trigger_id"], view=desk.reject_modal(request))
 
         attempt(open_modal, _tell(client, body["channel"]["id"], user), body)
 

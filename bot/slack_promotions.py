@@ -70,10 +70,9 @@ class PromotionDesk:
             open=request.state in OPEN_STATES and request.state != PromotionState.APPROVING,
         )
 
-    def reject_modal(self, request_id: str) -> dict:
-        request = self.promotions.store.get(request_id)
+    def reject_modal(self, request: PromotionRequest) -> dict:
         summary = f"{request.model} v{request.version} to {request.target}, asked by {request.requester}"
-        return render_view("reject_modal", request_id=request_id, summary=summary)
+        return render_view("reject_modal", request_id=request.id, summary=summary)
 
     def _members(self, group: str) -> frozenset[str]:
         cached = self._groups.get(group)

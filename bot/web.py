@@ -166,7 +166,7 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
     """`trainbot serve`: promotions' webhooks always; Slack (and its notice poster) once configured."""
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
-    promotions = promotions_service()
+    promotions = promotions_service(settings)
     metrics = Metrics()
     slack = None
     if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():

@@ -19,6 +19,8 @@ from typing import Any
 
 import requests
 
+from tests.processes import in_thread
+
 WAIT_S = 15.0
 BOT_USER = "UTRAINBOT"
 
@@ -129,14 +131,9 @@ def _form(body: str) -> dict[str, Any]:
 @contextmanager
 def slack_stand_in() -> Iterator[SlackStandIn]:
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.slack = SlackStandIn(f"http://127.0.0.1:{server.server_port}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with in_thread(server) as url:
+        server.slack = SlackStandIn(url)
         yield server.slack
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def signed_headers(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:

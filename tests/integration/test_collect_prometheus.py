@@ -11,7 +11,6 @@ import http.server
 import json
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from diagnosers.collect.prometheus import collect_prometheus
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import diagnose_path
 from tests import prometheus_server as server
+from tests.processes import in_thread
 from tests.scenarios import START, STEP_S
 
 pytestmark = pytest.mark.integration
@@ -228,15 +228,11 @@ class _Forbidding(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_forbidden_answer_names_the_token_setting(tmp_path):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forbidding)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        with pytest.raises(SourceUnavailable) as raised:
-            _collect(SCENARIOS[0].target, _config(url, prometheus_token="s3cret"), tmp_path)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with (
+        in_thread(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forbidding)) as url,
+        pytest.raises(SourceUnavailable) as raised,
+    ):
+        _collect(SCENARIOS[0].target, _config(url, prometheus_token="s3cret"), tmp_path)
 
     assert str(raised.value) == ("error: Prometheus refused the request (HTTP 403): check TRAINBOT_PROMETHEUS_TOKEN")
     assert _Forbidding.authorizations == ["Bearer s3cret"]

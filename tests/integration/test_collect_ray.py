@@ -9,7 +9,6 @@ import re
 import shlex
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +25,7 @@ from diagnosers.collect.local_logs import collect_local_logs
 from diagnosers.collect.ray_dashboard import collect_dashboard, driver_log_name
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import Diagnosis, diagnose_path
+from tests.processes import in_thread
 
 pytestmark = pytest.mark.integration
 
@@ -209,14 +209,8 @@ HEALTHY = {
 def stub(request: pytest.FixtureRequest) -> Iterator[str]:
     routes, token = request.param
     handler = type("Handler", (_StubDashboard,), {"ROUTES": routes, "TOKEN": token})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with in_thread(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
+        yield url
 
 
 def test_closed_port_is_dashboard_unreachable(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -27,7 +26,7 @@ from actions.store import Store
 from bot.metrics import Metrics
 from bot.slack_app import build_slack_app
 from bot.web import make_app
-from tests.processes import free_port, serving
+from tests.processes import free_port, in_thread, serving
 from tests.slack_stand_in import SlackStandIn, post_signed, signed_headers, slack_stand_in, slash_command_body
 from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_store import launched
@@ -53,14 +52,8 @@ def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
 
 
 def serving_in_thread(app) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/slack/events"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with in_thread(make_server("127.0.0.1", 0, app)) as url:
+        yield f"{url}/slack/events"
 
 
 @pytest.fixture
