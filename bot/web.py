@@ -15,6 +15,7 @@ import socketserver
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -31,17 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Answer = tuple[int, dict[str, Any]]
-STATUS_TEXT = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required",
-    413: "Content Too Large",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
 SLACK_PATH = "/slack/events"
 METRICS_PATH = "/metrics"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
@@ -95,7 +85,7 @@ def make_app(
             status, document = _answer(route, environ, metrics)
         body = json.dumps(document).encode()
         start_response(
-            f"{status} {STATUS_TEXT[status]}",
+            f"{status} {HTTPStatus(status).phrase}",
             [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
         )
         return [body]
