@@ -261,7 +261,7 @@ def test_an_api_server_that_is_down_is_unreachable_at_once(tmp_path):
     started = time.monotonic()
     with pytest.raises(SourceUnavailable, match=rf"^unreachable: {host}: .*Connection refused"):
         collect_kubernetes(target(), config_for(client), BundleWriter(tmp_path / "bundle"), Deadline(10))
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5  # well inside the 10 s deadline: refused connections are not waited on
 
 
 def test_a_hanging_api_server_is_bounded_by_the_request_timeout(tmp_path):
@@ -270,12 +270,12 @@ def test_a_hanging_api_server_is_bounded_by_the_request_timeout(tmp_path):
         client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=host))
         started = time.monotonic()
         folder = collect(
-            target(), config_for(client, request_timeout_s=0.3), tmp_path / "bundle", {"k8s": collect_kubernetes}
+            target(), config_for(client, request_timeout_s=1.0), tmp_path / "bundle", {"k8s": collect_kubernetes}
         )
         elapsed = time.monotonic() - started
     assert sources(folder)["k8s"].startswith(f"unreachable: {host}: ")
     assert "timed out" in sources(folder)["k8s"]
-    assert elapsed < 2 * 0.3  # one request timeout: the timed-out read is not retried
+    assert elapsed < 2 * 1.0  # one request timeout: the timed-out read is not retried
 
 
 def ray_unreachable(target: Target, config: CollectConfig, writer: BundleWriter, deadline: Deadline) -> None:

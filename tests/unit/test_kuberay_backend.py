@@ -376,7 +376,7 @@ def test_observe_yields_the_list_then_each_change_in_order_and_stops_at_its_time
         (second.name, JobState.SUCCEEDED, ""),
         (first.name, JobState.STOPPED, DELETED_MESSAGE),
     ]
-    assert 0.5 <= elapsed < 1.5
+    assert 0.5 <= elapsed < 5  # it ends at its timeout, not at the first change
     (watch,) = standin.api[kmock.action.WATCH]
     assert watch.params["labelSelector"] == "app.kubernetes.io/managed-by=trainbot"
 
@@ -403,5 +403,7 @@ def test_observe_stops_at_its_timeout_while_changes_keep_coming(standin, backend
     for _ in backend.observe(timeout_s=0.4):
         changes += 1
         standin.set_status(launch.name, RUNNING | {"message": f"step {changes}"})
+        assert time.monotonic() - started < 5, "observe kept yielding long past its timeout"
     assert changes > 3
-    assert 0.4 <= time.monotonic() - started < 0.9
+    # The upper bound only has to tell "stopped" from "never stops"; CI's shared cores once took 0.94 s.
+    assert 0.4 <= time.monotonic() - started < 5
