@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import requests
 
+from bot.local_slack import LocalSlack, signed_headers, slash_command_body
 from tests.processes import free_port, serving
-from tests.slack_stand_in import SlackStandIn, signed_headers, slash_command_body
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -67,7 +67,7 @@ def _timed(url: str, body: str) -> float:
     return elapsed * 1000
 
 
-def _round(url: str, slack: SlackStandIn, count: int) -> list[float]:
+def _round(url: str, slack: LocalSlack, count: int) -> list[float]:
     bodies = [slash_command_body(slack, "/train", "status tiny-transformer-bench") for _ in range(count)]
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         return list(pool.map(lambda body: _timed(url, body), bodies))
@@ -88,8 +88,8 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trainbot-bench-") as scratch:
         logs = Path(scratch)
-        slack = SlackStandIn(f"http://127.0.0.1:{free_port()}")
-        stand_in = [sys.executable, "-m", "tests.slack_stand_in", slack.url.rsplit(":", 1)[1]]
+        slack = LocalSlack(f"http://127.0.0.1:{free_port()}")
+        stand_in = [sys.executable, "-m", "bot.local_slack", slack.url.rsplit(":", 1)[1]]
         env = {
             **{key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))},
             "SLACK_BOT_TOKEN": "xoxb-bench",

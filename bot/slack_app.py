@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, Respond
@@ -28,6 +29,7 @@ from bot.metrics import Metrics
 from bot.slack_grammar import Slash
 from bot.slack_model import answer_model
 from bot.slack_notices import offer_of
+from bot.slack_poster import SlackPoster, paced_client
 from bot.slack_promotions import PromotionDesk
 from bot.slack_train import answer_train
 
@@ -44,7 +46,15 @@ Attempt = Callable[[Callable[[], None], Callable[[str], None], dict[str, Any]], 
 OFFER_ACTION = "promotion_offer_"
 
 
-def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> App:
+@dataclass(frozen=True)
+class SlackBot:
+    """The Bolt app, and the one poster every channel message goes through (its pacing is per process)."""
+
+    app: App
+    poster: SlackPoster
+
+
+def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
     metrics = metrics or Metrics()
     pool = ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener")
     metrics.watch_queue(pool)
@@ -52,7 +62,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     try:
         # Bolt checks the token with auth.test here.
         app = App(
-            client=WebClient(token=token, base_url=settings.slack_api_url),
+            client=paced_client(token, settings.slack_api_url),
             signing_secret=settings.slack_signing_secret.get_secret_value(),
             # Ack listeners run in the request's own thread (otherwise Bolt queues them on the pool behind
             # the lazy work and polls for the ack every 10 ms); the lazy listeners run on this bounded
@@ -67,7 +77,8 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
         ) from None
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
-    desk = PromotionDesk(app.client, promotions, posts)
+    poster = SlackPoster(app.client, posts)
+    desk = PromotionDesk(poster, promotions)
     jobs = _shared_jobs(settings)
     attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
     app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings, jobs), attempt)])
@@ -76,7 +87,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
-    return app
+    return SlackBot(app, poster)
 
 
 def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:

@@ -17,24 +17,23 @@ from slack_sdk.errors import SlackApiError
 from bot.blocks import render
 
 if TYPE_CHECKING:
-    from slack_sdk import WebClient
-
     from actions.promotions import Promotions
+    from bot.slack_poster import SlackPoster
 
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
-# At most this many a round: about Slack's one message a second per channel.
+# A round posts at most this many, so a backlog does not hold the channel's pace for long.
 PER_ROUND = 2
 
 
-def post_notices(client: WebClient, promotions: Promotions, channel: str, limit: int = PER_ROUND) -> int:
+def post_notices(poster: SlackPoster, promotions: Promotions, channel: str, limit: int = PER_ROUND) -> int:
     """Post up to `limit` unposted notices to `channel`; how many were posted."""
     posted = 0
     for notice in promotions.events.unposted()[:limit]:
         message = render("registry_notice", notice.text, notice=notice, targets=list(promotions.targets))
         try:
-            client.chat_postMessage(channel=channel, text=message.text, blocks=message.blocks)
+            poster.post(channel, message)
         except SlackApiError as error:
             log.warning("could not post notice %s to %s: %s", notice.id, channel, error.response.get("error"))
             break
@@ -43,14 +42,14 @@ def post_notices(client: WebClient, promotions: Promotions, channel: str, limit:
     return posted
 
 
-def start_notice_poster(client: WebClient, promotions: Promotions, channel: str) -> threading.Event:
+def start_notice_poster(poster: SlackPoster, promotions: Promotions, channel: str) -> threading.Event:
     """A daemon thread posting notices as they come; set the returned event to stop it."""
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.wait(POLL_S):
             try:
-                post_notices(client, promotions, channel)
+                post_notices(poster, promotions, channel)
             except Exception:
                 log.exception("posting registry notices failed; trying again in %s s", POLL_S)
 

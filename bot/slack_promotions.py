@@ -5,18 +5,15 @@ policy names that Slack says they are in."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from actions.promotion_policy import Actor, target_policy
 from actions.promotion_store import OPEN_STATES, PromotionRequest, PromotionState
-from actions.slack_posts import Post, SlackPosts
 from bot.blocks import Message, notice, render, render_view
 
 if TYPE_CHECKING:
-    from slack_sdk import WebClient
-
     from actions.promotions import Promotions
+    from bot.slack_poster import SlackPoster
 
 # How long the members of a user group are trusted before Slack is asked again.
 GROUP_TTL_S = 60.0
@@ -32,10 +29,9 @@ OUTCOMES = {
 
 
 class PromotionDesk:
-    def __init__(self, client: WebClient, promotions: Promotions, posts: SlackPosts) -> None:
-        self.client = client
+    def __init__(self, poster: SlackPoster, promotions: Promotions) -> None:
+        self.poster = poster
         self.promotions = promotions
-        self.posts = posts
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
 
     def actor(self, user: str) -> Actor:
@@ -45,17 +41,13 @@ class PromotionDesk:
 
     def ask(self, channel: str, request: PromotionRequest) -> Message:
         """Post a new request in `channel` for its approvers; the reply for the one who asked."""
-        message = self.message(request)
-        posted = self.client.chat_postMessage(channel=channel, text=message.text, blocks=message.blocks)
-        self.posts.remember(_key(request.id), Post(posted["channel"], posted["ts"]), datetime.now(UTC))
+        self.poster.post(channel, self.message(request), key=_key(request.id))
         return notice(f"Asked: {request.id}. Its approvers are mentioned in the channel.")
 
     def refresh(self, request: PromotionRequest) -> None:
         """Edit the request's message to show where it stands now (if the bot posted one)."""
-        post = self.posts.find(_key(request.id))
-        if post is not None:
-            message = self.message(request)
-            self.client.chat_update(channel=post.channel, ts=post.ts, text=message.text, blocks=message.blocks)
+        if self.poster.find(_key(request.id)) is not None:
+            self.poster.update(_key(request.id), self.message(request))
 
     def message(self, request: PromotionRequest) -> Message:
         policy = target_policy(self.promotions.targets, request.target)
@@ -78,7 +70,7 @@ class PromotionDesk:
         cached = self._groups.get(group)
         if cached and time.monotonic() - cached[0] < GROUP_TTL_S:
             return cached[1]
-        users = frozenset(self.client.usergroups_users_list(usergroup=group).get("users") or ())
+        users = frozenset(self.poster.client.usergroups_users_list(usergroup=group).get("users") or ())
         self._groups[group] = (time.monotonic(), users)
         return users
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import socketserver
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -146,6 +148,17 @@ class _LoggingHandler(WSGIRequestHandler):
         log.info("%s %s", self.address_string(), format % args)
 
 
+@contextmanager
+def in_thread(server: socketserver.BaseServer) -> Iterator[str]:
+    """Serve `server` from a daemon thread until the block ends; yields its base URL."""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], None] = print) -> None:
     with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
         ready(f"trainbot serving on http://{host}:{server.server_port}")
@@ -165,10 +178,10 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
         from bot.slack_app import build_slack_app  # noqa: PLC0415
         from bot.slack_notices import start_notice_poster  # noqa: PLC0415
 
-        app = build_slack_app(settings, promotions, metrics)
-        slack = SlackRequestHandler(app)
+        bot = build_slack_app(settings, promotions, metrics)
+        slack = SlackRequestHandler(bot.app)
         if channel := settings.promotions_channel or settings.alerts_channel:
-            start_notice_poster(app.client, promotions, channel)
+            start_notice_poster(bot.poster, promotions, channel)
     else:
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
     serve(make_app(promotions, slack, metrics), host, port)

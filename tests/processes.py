@@ -1,12 +1,10 @@
 """Real servers the tests start on loopback: as processes (Prometheus, `mlflow server`, `trainbot serve`),
-or in a thread of the test's own process (stand-ins, stubs, the WSGI app under test)."""
+or in a thread of the test's own process through bot.web.in_thread (stand-ins, stubs, the WSGI app under test)."""
 
 from __future__ import annotations
 
 import socket
-import socketserver
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,17 +38,6 @@ def serving(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-@contextmanager
-def in_thread(server: socketserver.BaseServer) -> Iterator[str]:
-    """Serve `server` from a daemon thread until the block ends; yields its base URL."""
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

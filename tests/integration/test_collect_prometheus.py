@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import pytest
 
+from bot.web import in_thread
 from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import SourceUnavailable
 from diagnosers.collect.deadline import Deadline
@@ -27,7 +28,6 @@ from diagnosers.collect.prometheus import collect_prometheus
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import diagnose_path
 from tests import prometheus_server as server
-from tests.processes import in_thread
 from tests.scenarios import START, STEP_S
 
 pytestmark = pytest.mark.integration

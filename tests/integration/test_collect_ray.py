@@ -20,12 +20,12 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 from actions.local_head import dashboard_url, temp_dir
 from actions.settings import Settings
+from bot.web import in_thread
 from diagnosers.collect.collector import Source, collect
 from diagnosers.collect.local_logs import collect_local_logs
 from diagnosers.collect.ray_dashboard import collect_dashboard, driver_log_name
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import Diagnosis, diagnose_path
-from tests.processes import in_thread
 
 pytestmark = pytest.mark.integration
 

@@ -18,19 +18,21 @@ from actions.mlflow_webhook import Delivery
 from actions.promotion_store import PromotionState
 from actions.promotions import Promotions
 from actions.settings import Settings
+from actions.slack_posts import SlackPosts
+from bot.local_slack import (
+    Call,
+    LocalSlack,
+    button_click_body,
+    local_slack,
+    post_signed,
+    view_submission_body,
+)
 from bot.slack_app import REJECT_REASON, build_slack_app
 from bot.slack_notices import post_notices
+from bot.slack_poster import SlackPoster
 from bot.web import make_app
 from tests.integration.test_promotions import alias, register
 from tests.processes import free_port
-from tests.slack_stand_in import (
-    Call,
-    SlackStandIn,
-    button_click_body,
-    post_signed,
-    slack_stand_in,
-    view_submission_body,
-)
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
 
 pytestmark = pytest.mark.integration
@@ -45,14 +47,14 @@ POLICY = {
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStandIn]:
-    with slack_stand_in() as stand_in:
+def slack() -> Iterator[LocalSlack]:
+    with local_slack() as stand_in:
         stand_in.usergroups = {"S0MLLEADS": [DAVE]}
         yield stand_in
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
     return Settings(
         data_dir=tmp_path,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
@@ -77,17 +79,17 @@ def client(settings: Settings) -> MlflowClient:
 @pytest.fixture
 def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
     promotions = Promotions(settings)
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
 
 
-def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
+def ask(bot: str, slack: LocalSlack, text: str) -> Call:
     """alice asks with `/model TEXT`; the request's post in the channel."""
     reply = command(bot, slack, "/model", text, user=ALICE)
     assert texts(reply).startswith("Asked: pr-"), reply
     return slack.wait_for("chat.postMessage")[-1]
 
 
-def click(bot: str, slack: SlackStandIn, posted: Call, action: str, user: str) -> None:
+def click(bot: str, slack: LocalSlack, posted: Call, action: str, user: str) -> None:
     request_id = next(
         element["value"]
         for block in posted.params["blocks"]
@@ -98,7 +100,7 @@ def click(bot: str, slack: SlackStandIn, posted: Call, action: str, user: str) -
     assert answer.status_code == 200
 
 
-def ephemeral_to(slack: SlackStandIn, user: str, count: int = 1) -> str:
+def ephemeral_to(slack: LocalSlack, user: str, count: int = 1) -> str:
     said = [call for call in slack.wait_for("chat.postEphemeral", count) if call.params["user"] == user]
     return said[-1].params["text"]
 
@@ -183,7 +185,9 @@ def delivery(event: str, **data: str) -> Delivery:
 
 def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):
     promotions = Promotions(settings)
-    web = WebClient(token="xoxb-test", base_url=slack.api_url)
+    posts = SlackPosts(settings.state_url())
+    posts.create_schema()
+    web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
     promotions.events.receive(
         delivery("model_version.created", name="tiny-transformer", version="2"),
         datetime.now(UTC),

@@ -23,11 +23,11 @@ from actions.promotion_store import PromotionStore
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.store import Store
+from bot.local_slack import LocalSlack, local_slack, post_signed, signed_headers, slash_command_body
 from bot.metrics import Metrics
 from bot.slack_app import build_slack_app
-from bot.web import make_app
-from tests.processes import free_port, in_thread, serving
-from tests.slack_stand_in import SlackStandIn, post_signed, signed_headers, slack_stand_in, slash_command_body
+from bot.web import in_thread, make_app
+from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_store import launched
 
@@ -35,13 +35,13 @@ SECRET = "signing-secret-of-the-test-app"
 
 
 @pytest.fixture
-def slack() -> Iterator[SlackStandIn]:
-    with slack_stand_in() as stand_in:
+def slack() -> Iterator[LocalSlack]:
+    with local_slack() as stand_in:
         yield stand_in
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
     return Settings(
         data_dir=tmp_path,
         slack_bot_token="xoxb-test",
@@ -63,10 +63,10 @@ def promotions(settings: Settings) -> Promotions:
 
 @pytest.fixture
 def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions))))
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
 
 
-def command(bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U01ALICE") -> dict:
+def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE") -> dict:
     """Send a signed slash command; the bot's reply as it reached the response_url."""
     before = len([call for call in slack.calls if call.method == "response_url"])
     answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user))
@@ -176,7 +176,7 @@ def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(set
             raise RuntimeError("database on fire")
 
     for bot in serving_in_thread(
-        make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings))))
+        make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings)).app))
     ):
         shown = texts(command(bot, slack, "/model", "requests"))
     assert shown.startswith(":warning: trainbot failed on this; incident ")
@@ -242,7 +242,7 @@ def test_metrics_count_requests_ack_latency_errors_and_the_queue(settings, slack
 
     metrics = Metrics()
     broken = Broken(settings)
-    app = make_app(broken, SlackRequestHandler(build_slack_app(settings, broken, metrics)), metrics)
+    app = make_app(broken, SlackRequestHandler(build_slack_app(settings, broken, metrics).app), metrics)
     for bot in serving_in_thread(app):
         command(bot, slack, "/train", "help")
         command(bot, slack, "/model", "requests")

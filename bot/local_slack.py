@@ -1,5 +1,5 @@
-"""A local stand-in for Slack: the Web API the bot calls (recorded, answered as Slack documents it), the
-response_url of slash commands, and requests to the bot signed as Slack signs them."""
+"""Slack on one machine, for the console and the tests: the Web API the bot calls (recorded, answered as
+Slack documents it), the response_url of slash commands, and requests to the bot signed as Slack signs them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import requests
 
-from tests.processes import in_thread
+from bot.web import in_thread
 
 WAIT_S = 15.0
 BOT_USER = "UTRAINBOT"
@@ -32,7 +32,7 @@ class Call:
     answer: dict[str, Any]
 
 
-class SlackStandIn:
+class LocalSlack:
     def __init__(self, url: str) -> None:
         self.url = url
         self.api_url = f"{url}/api/"
@@ -41,6 +41,8 @@ class SlackStandIn:
         self.usergroups: dict[str, list[str]] = {}
         # Methods that answer as Slack does when it refuses: {"ok": false, "error": ...}.
         self.refusing: dict[str, str] = {}
+        # Methods answered with 429 and this Retry-After (seconds) as many times as listed, as Slack limits.
+        self.rate_limits: dict[str, list[int]] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
 
@@ -97,9 +99,23 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             is_json = body and "json" in (self.headers.get("Content-Type") or "")
             params = json.loads(body) if is_json else _form(body)
-            answer = self.server.slack.record(self.path.removeprefix("/api/"), params)
+            method = self.path.removeprefix("/api/")
+            if self.server.slack.rate_limits.get(method):
+                self._rate_limited(method, self.server.slack.rate_limits[method].pop(0))
+                return
+            answer = self.server.slack.record(method, params)
         data = json.dumps(answer).encode()
         self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _rate_limited(self, method: str, retry_after_s: int) -> None:
+        self.server.slack.record(f"{method} (429)", {})
+        data = json.dumps({"ok": False, "error": "ratelimited"}).encode()
+        self.send_response(429)
+        self.send_header("Retry-After", str(retry_after_s))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -116,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    slack: SlackStandIn
+    slack: LocalSlack
 
 
 def _form(body: str) -> dict[str, Any]:
@@ -129,10 +145,10 @@ def _form(body: str) -> dict[str, Any]:
 
 
 @contextmanager
-def slack_stand_in() -> Iterator[SlackStandIn]:
+def local_slack() -> Iterator[LocalSlack]:
     server = _Server(("127.0.0.1", 0), _Handler)
     with in_thread(server) as url:
-        server.slack = SlackStandIn(url)
+        server.slack = LocalSlack(url)
         yield server.slack
 
 
@@ -148,7 +164,7 @@ def signed_headers(secret: str, body: str, timestamp: int | None = None) -> dict
 
 
 def slash_command_body(
-    slack: SlackStandIn, command: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
+    slack: LocalSlack, command: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
 ) -> str:
     """A slash-command payload with the fields Slack documents for it."""
     return urllib.parse.urlencode(
@@ -183,7 +199,7 @@ def _interaction(payload: dict[str, Any]) -> str:
     return urllib.parse.urlencode({"payload": json.dumps({**base, **payload})})
 
 
-def button_click_body(slack: SlackStandIn, action_id: str, value: str, user: str, posted: Call) -> str:
+def button_click_body(slack: LocalSlack, action_id: str, value: str, user: str, posted: Call) -> str:
     """A block_actions payload: `user` clicked the button `action_id` on the message `posted`."""
     channel, ts = posted.answer["channel"], posted.answer["ts"]
     return _interaction(
@@ -238,7 +254,7 @@ def view_submission_body(callback_id: str, private_metadata: str, values: dict[s
 def serve_alone(port: int) -> None:
     """Run the stand-in as its own process (benchmarks keep its work off the process that measures)."""
     server = _Server(("127.0.0.1", port), _Handler)
-    server.slack = SlackStandIn(f"http://127.0.0.1:{port}")
+    server.slack = LocalSlack(f"http://127.0.0.1:{port}")
     server.serve_forever()
 
 
