@@ -129,7 +129,7 @@ def plan_sweep(
         "--mode", options.mode or template.sweep.mode,
         "--scheduler", options.scheduler,
         "--tracking-uri", tracking_uri,
-        "--experiment", f"trainbot/{template.name}",
+        "--experiment", sweep_experiment(template.name),
         "--model-name", template.name,
         "--sweep-id", name,
         "--cpus-per-trial", f"{template.sweep.cpus_per_trial:g}",
@@ -144,6 +144,11 @@ def plan_sweep(
         requester=requester,
         argv=argv,
     )
+
+
+def sweep_experiment(template_name: str) -> str:
+    """The MLflow experiment a template's sweeps log to."""
+    return f"trainbot/{template_name}"
 
 
 def manifest_workers(manifest: dict[str, Any]) -> int:

@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     # Threads for the work behind Slack's acks. More than the cores slows the acks themselves
     # (bench/ack_latency.py on 2 cores: p99 1.2x a bare Bolt app with 2, 2-2.5x with 4).
     slack_workers: int = Field(default=2, ge=1, le=64)
+    # Who may run which slash command, and in which channels (see bot/authorization.py).
+    slack_commands: dict[str, Any] = Field(default_factory=dict)
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Column, MetaData, String, Table, select
+from sqlalchemy import Column, MetaData, String, Table, select, update
 
 from actions.store import Database, UTCDateTime
 
@@ -19,6 +19,14 @@ posts = Table(
     Column("channel", String(64), nullable=False),
     Column("ts", String(32), nullable=False),
     Column("posted_at", UTCDateTime(), nullable=False),
+)
+
+# What a post last showed (a job's state, say), so each change is told once however many watchers see it.
+shown = Table(
+    "slack_shown",
+    metadata,
+    Column("key", String(300), primary_key=True),
+    Column("state", String(64), nullable=False),
 )
 
 
@@ -41,3 +49,12 @@ class SlackPosts(Database):
         with self.engine.connect() as conn:
             row = conn.execute(select(posts.c.channel, posts.c.ts).where(posts.c.key == key)).first()
         return Post(row.channel, row.ts) if row else None
+
+    def show(self, key: str, state: str) -> bool:
+        """Record that `key` now shows `state`; True only for the one caller that changed it."""
+        with self.engine.begin() as conn:
+            changed = conn.execute(update(shown).where(shown.c.key == key, shown.c.state != state).values(state=state))
+            if changed.rowcount:
+                return True
+            inserted = conn.execute(self._insert(shown).values(key=key, state=state).on_conflict_do_nothing())
+            return bool(inserted.rowcount)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from actions.errors import ActionError
 from actions.settings import SettingsError
-from bot.job_commands import add_job_commands
+from bot.job_commands import add_job_commands, parse_job_words
 from bot.model_commands import add_model_commands
 
 EXIT_USAGE = 2
@@ -107,13 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    # `trainbot sweep T --trials 10 lr=...`: key=value words may come after options too.
-    args, extra = parser.parse_known_args(argv)
-    if extra and (not hasattr(args, "words") or any(word.startswith("-") for word in extra)):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if extra:
-        args.words += extra
+    args = parse_job_words(build_parser(), argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

@@ -8,6 +8,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     launch.add_argument("--manifest", type=Path, help="your own RayJob YAML (multi-document allowed)")
     _sizing(launch)
     _submission(launch)
-    launch.set_defaults(handler=_launch)
+    launch.set_defaults(handler=_submit, kind="train")
 
     sweep = commands.add_parser("sweep", help="a Ray Tune sweep over a template, tracked in MLflow")
     sweep.add_argument("words", nargs="+", metavar="TEMPLATE [key=SPACE ...]", help="e.g. lr=loguniform(1e-4,1e-2)")
@@ -40,7 +41,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     sweep.add_argument("--scheduler", choices=("asha", "none"), default="none", help="asha stops poor trials early")
     sweep.add_argument("--workers", type=int, help="Ray workers of the KubeRay cluster the sweep runs on")
     _submission(sweep)
-    sweep.set_defaults(handler=_sweep)
+    sweep.set_defaults(handler=_submit, kind="sweep")
 
     jobs = commands.add_parser("jobs", help="jobs trainbot launched, newest first")
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
@@ -80,6 +81,16 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     watch.set_defaults(handler=_watch)
 
 
+def parse_job_words(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse `argv`; key=value words may come after options too (`sweep T --trials 10 lr=...`)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and (not hasattr(args, "words") or any(word.startswith("-") for word in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.words += extra
+    return args
+
+
 def _sizing(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, help="Ray Train workers (default: the template's)")
     parser.add_argument("--gpus", type=int, help="GPUs per worker (default: the template's)")
@@ -108,39 +119,35 @@ def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred 
     return Jobs(settings)
 
 
-def _launch(args: argparse.Namespace) -> int:
-    from actions.planning import plan_launch, plan_manifest_launch  # noqa: PLC0415
+def plan_job(settings: Settings, args: argparse.Namespace, requester: str) -> Launch:
+    """The launch or sweep that the parsed words ask for: the CLI's and Slack's alike."""
+    from actions.planning import SweepOptions, plan_launch, plan_manifest_launch, plan_sweep  # noqa: PLC0415
 
-    settings = _settings()
-    requester = args.requester or getpass.getuser()
+    if args.kind == "sweep":
+        options = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
+        return plan_sweep(
+            settings, args.words[0], args.words[1:], options,
+            requester=requester, backend=args.backend or settings.backend, workers=args.workers,
+        )  # fmt: skip
     if args.manifest:
         if args.backend == "local":
             raise BadRequest("a RayJob manifest runs on KubeRay; drop --backend local")
         args.backend = "kuberay"
-        plan = plan_manifest_launch(
+        return plan_manifest_launch(
             _read_manifest(args.manifest), str(args.manifest), args.words,
             requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
         )  # fmt: skip
-    else:
-        if not args.words or "=" in args.words[0]:
-            raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
-        plan = plan_launch(
-            settings, args.words[0], args.words[1:],
-            requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
-        )  # fmt: skip
-    return _submit_or_print(settings, plan, args)
-
-
-def _sweep(args: argparse.Namespace) -> int:
-    from actions.planning import SweepOptions, plan_sweep  # noqa: PLC0415
-
-    settings = _settings()
-    options = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
-    plan = plan_sweep(
-        settings, args.words[0], args.words[1:], options,
-        requester=args.requester or getpass.getuser(), backend=args.backend or settings.backend, workers=args.workers,
+    if not args.words or "=" in args.words[0]:
+        raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
+    return plan_launch(
+        settings, args.words[0], args.words[1:],
+        requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
     )  # fmt: skip
-    return _submit_or_print(settings, plan, args)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    settings = _settings()
+    return _submit_or_print(settings, plan_job(settings, args, args.requester or getpass.getuser()), args)
 
 
 def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace) -> int:

@@ -24,14 +24,17 @@ from slack_sdk import WebClient
 from actions.errors import ActionError, Unavailable
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
+from bot.authorization import Authorization
 from bot.blocks import Message, mrkdwn, render
 from bot.metrics import Metrics
 from bot.slack_grammar import Slash
+from bot.slack_groups import UserGroups
+from bot.slack_jobs import JobThreads
 from bot.slack_model import answer_model
 from bot.slack_notices import offer_of
 from bot.slack_poster import SlackPoster, paced_client
 from bot.slack_promotions import PromotionDesk
-from bot.slack_train import answer_train
+from bot.slack_train import TrainDesk, answer_train
 
 if TYPE_CHECKING:
     from actions.operations import Jobs
@@ -52,6 +55,7 @@ class SlackBot:
 
     app: App
     poster: SlackPoster
+    train: TrainDesk
 
 
 def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
@@ -78,16 +82,23 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     poster = SlackPoster(app.client, posts)
-    desk = PromotionDesk(poster, promotions)
+    groups = UserGroups(app.client)
+    authorization = Authorization(settings.slack_commands)
+
+    def authorize(verb: str, slash: Slash) -> None:
+        authorization.check(verb, slash.user, slash.channel, groups.of)
+
+    desk = PromotionDesk(poster, promotions, groups)
     jobs = _shared_jobs(settings)
+    train = TrainDesk(settings, jobs, functools.cache(lambda: JobThreads(poster, jobs(), settings)), authorize)
     attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
-    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, settings, jobs), attempt)])
-    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk), attempt)])
+    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, train), attempt)])
+    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk, authorize), attempt)])
     app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk, attempt)])
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
-    return SlackBot(app, poster)
+    return SlackBot(app, poster, train)
 
 
 def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:

@@ -15,15 +15,21 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from actions.errors import BadRequest
+from bot.job_commands import parse_job_words
 
 TRAIN_VERBS = ("launch", "sweep", "status", "logs", "cancel", "diagnose", "jobs", "help")
 MODEL_VERBS = ("promote", "approve", "reject", "requests", "history", "rollback", "help")
 # Slash-command text is at most a few thousand characters in Slack; anything past this is not a command.
 MAX_TEXT = 4000
 HELP_WORDS = ("", "help", "-h", "--help")
-# The CLI's stand-ins for who acts; in Slack the user is the one who typed.
-ACTING_OPTIONS = ("--as", "--group")
-CLI_ONLY_OPTIONS = re.compile(r"\[(-h|--as \S+|--group \S+|-o \{[^}]*\})\] ?")
+# Options of the CLI that Slack refuses, and why.
+CLI_ONLY = {
+    "--as": "in Slack you act as yourself; drop --as",
+    "--group": "in Slack you act as yourself; drop --group",
+    "--manifest": "a manifest is a file on your machine: run `trainbot launch --manifest FILE` in a terminal",
+    "--backend": "Slack launches on the bot's backend (TRAINBOT_BACKEND); drop --backend",
+}
+CLI_ONLY_OPTIONS = re.compile(r"\[(-h|--as \S+|--group \S+|--manifest \S+|--backend \{[^}]*\}|-o \{[^}]*\})\] ?")
 
 
 class SlackParser(argparse.ArgumentParser):
@@ -74,9 +80,10 @@ class Grammar:
             return Command("help", argparse.Namespace())
         if words[0] not in self.verbs:
             raise BadRequest(f"{self.name} {words[0]}: unknown; {self.name} takes {', '.join(self.verbs)}")
-        if any(word.split("=", 1)[0] in ACTING_OPTIONS for word in words):
-            raise BadRequest(f"{self.name}: in Slack you act as yourself; drop --as and --group")
-        return Command(words[0], self.parser.parse_args(words))
+        for word in words:
+            if (refused := CLI_ONLY.get(word.split("=", 1)[0])) is not None:
+                raise BadRequest(f"{self.name}: {refused}")
+        return Command(words[0], parse_job_words(self.parser, words))
 
     def usage(self) -> list[tuple[str, str]]:
         """(verb usage, what it does) for each verb Slack offers, from the parser's own help."""

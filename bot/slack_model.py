@@ -3,6 +3,7 @@ channel for its approvers; decisions edit that post."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.blocks import Message, notice, render
@@ -17,8 +18,9 @@ MODEL = grammar("/model", MODEL_VERBS, add_model_actions)
 LINES_SHOWN = 40
 
 
-def answer_model(slash: Slash, desk: PromotionDesk) -> Message:
+def answer_model(slash: Slash, desk: PromotionDesk, authorize: Callable[[str, Slash], None]) -> Message:
     command = MODEL.parse(slash.text)
+    authorize(command.verb, slash)
     args, promotions = command.args, desk.promotions
     if command.verb == "help":
         return render("help", "/model: promote model versions through approvals", command="/model",

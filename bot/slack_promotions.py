@@ -4,7 +4,6 @@ policy names that Slack says they are in."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from actions.promotion_policy import Actor, target_policy
@@ -13,10 +12,9 @@ from bot.blocks import Message, notice, render, render_view
 
 if TYPE_CHECKING:
     from actions.promotions import Promotions
+    from bot.slack_groups import UserGroups
     from bot.slack_poster import SlackPoster
 
-# How long the members of a user group are trusted before Slack is asked again.
-GROUP_TTL_S = 60.0
 OUTCOMES = {
     PromotionState.PENDING: "waiting for approval",
     PromotionState.APPROVING: "approved; moving the alias",
@@ -29,15 +27,15 @@ OUTCOMES = {
 
 
 class PromotionDesk:
-    def __init__(self, poster: SlackPoster, promotions: Promotions) -> None:
+    def __init__(self, poster: SlackPoster, promotions: Promotions, groups: UserGroups) -> None:
         self.poster = poster
         self.promotions = promotions
-        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+        self._groups = groups
 
     def actor(self, user: str) -> Actor:
         """The Slack user, with those of the policy's approver groups they belong to."""
         named = {group for policy in self.promotions.targets.values() for group in policy.approver_groups}
-        return Actor(user, frozenset(group for group in named if user in self._members(group)))
+        return Actor(user, self._groups.of(user, named))
 
     def ask(self, channel: str, request: PromotionRequest) -> Message:
         """Post a new request in `channel` for its approvers; the reply for the one who asked."""
@@ -65,14 +63,6 @@ class PromotionDesk:
     def reject_modal(self, request: PromotionRequest) -> dict:
         summary = f"{request.model} v{request.version} to {request.target}, asked by {request.requester}"
         return render_view("reject_modal", request_id=request.id, summary=summary)
-
-    def _members(self, group: str) -> frozenset[str]:
-        cached = self._groups.get(group)
-        if cached and time.monotonic() - cached[0] < GROUP_TTL_S:
-            return cached[1]
-        users = frozenset(self.poster.client.usergroups_users_list(usergroup=group).get("users") or ())
-        self._groups[group] = (time.monotonic(), users)
-        return users
 
 
 def _key(request_id: str) -> str:

@@ -1,13 +1,17 @@
-"""`/train` in Slack: the CLI's job verbs, answered as Block Kit. Each answer calls one action and renders."""
+"""`/train` in Slack: the CLI's job verbs, answered as Block Kit. Each answer calls one action and renders;
+a launch or sweep opens the job's thread (bot/slack_jobs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.blocks import Message, render
+import yaml
+
+from bot.blocks import Message, clip, mrkdwn, notice, render
 from bot.cli import add_diagnose_command
-from bot.job_commands import add_job_commands
+from bot.job_commands import add_job_commands, plan_job
 from bot.job_view import age
 from bot.slack_grammar import TRAIN_VERBS, Command, Slash, grammar
 
@@ -15,21 +19,77 @@ if TYPE_CHECKING:
     from actions.operations import Jobs
     from actions.settings import Settings
     from actions.templates import Param
+    from bot.slack_jobs import JobThreads
 
 TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
 JOBS_SHOWN = 20
+LOG_LINES = 40
+# A log excerpt in one section: Slack's 3,000 characters less the fences.
+LOG_CHARS = 2900
 
 
-def answer_train(slash: Slash, settings: Settings, jobs: Callable[[], Jobs]) -> Message:
-    """`jobs` gives the one Jobs service the bot shares (its engine and backends are reused)."""
+@dataclass(frozen=True)
+class TrainDesk:
+    """What /train answers with: the bot's one Jobs service and job threads (both made on first use), and
+    the authorization check for a verb."""
+
+    settings: Settings
+    jobs: Callable[[], Jobs]
+    threads: Callable[[], JobThreads]
+    authorize: Callable[[str, Slash], None]
+
+
+def answer_train(slash: Slash, desk: TrainDesk) -> Message:
     command = TRAIN.parse(slash.text)
+    desk.authorize(command.verb, slash)
     if command.verb == "help":
-        return train_help(settings)
+        return train_help(desk.settings)
     if command.verb == "jobs":
-        return train_jobs(command, jobs())
+        return train_jobs(command, desk.jobs())
     if command.verb == "status":
-        return train_status(command, jobs())
+        return train_status(command, desk.jobs())
+    if command.verb in ("launch", "sweep"):
+        return train_launch(command, slash, desk)
+    if command.verb == "logs":
+        return train_logs(command, desk.jobs())
+    if command.verb == "cancel":
+        return train_cancel(command, desk.jobs())
     return not_in_slack_yet("/train", command.verb, f"trainbot {command.verb}")
+
+
+def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Submit, and open the job's thread in the channel; a dry run shows what would be submitted."""
+    settings = desk.settings
+    plan = plan_job(settings, command.args, slash.user)
+    if command.args.dry_run:
+        from actions.operations import backend_named  # noqa: PLC0415
+
+        manifest = yaml.safe_dump(backend_named(settings).render(plan), sort_keys=False, allow_unicode=True)
+        return render(
+            "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
+        )
+    record = desk.jobs().launch(plan)
+    desk.threads().open(slash.channel, record)
+    return notice(f"Launched {record.name}; its thread in this channel follows it.")
+
+
+def train_logs(command: Command, jobs: Jobs) -> Message:
+    tail = LOG_LINES if command.args.tail is None else command.args.tail
+    lines = jobs.logs(command.args.job, max(tail, 0)).splitlines()
+    shown: list[str] = []
+    for line in reversed(lines):  # the newest lines that fit
+        if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:
+            break
+        shown.insert(0, line)
+    title = f"Last {len(shown)} lines of {command.args.job}'s log" + (
+        f" (the whole log: trainbot logs {command.args.job})" if len(shown) < len(lines) else ""
+    )
+    return render("code", title, title=title, code="\n".join(shown) or "(no output yet)")
+
+
+def train_cancel(command: Command, jobs: Jobs) -> Message:
+    status = jobs.cancel(command.args.job, suspend=command.args.suspend)
+    return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
 
 
 def train_help(settings: Settings) -> Message:

@@ -175,6 +175,7 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
     if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
         from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
 
+        from bot.job_watcher import start_job_watcher  # noqa: PLC0415
         from bot.slack_app import build_slack_app  # noqa: PLC0415
         from bot.slack_notices import start_notice_poster  # noqa: PLC0415
 
@@ -182,6 +183,7 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
         slack = SlackRequestHandler(bot.app)
         if channel := settings.promotions_channel or settings.alerts_channel:
             start_notice_poster(bot.poster, promotions, channel)
+        start_job_watcher(bot.train.jobs(), bot.train.threads())
     else:
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
     serve(make_app(promotions, slack, metrics), host, port)

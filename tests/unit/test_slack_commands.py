@@ -66,10 +66,10 @@ def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
     yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
 
 
-def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE") -> dict:
+def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML") -> dict:
     """Send a signed slash command; the bot's reply as it reached the response_url."""
     before = len([call for call in slack.calls if call.method == "response_url"])
-    answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user))
+    answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user, channel))
     assert (answer.status_code, answer.text) == (200, "")
     return slack.wait_for("response_url", before + 1)[-1].params
 
@@ -111,7 +111,7 @@ def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
             "status",
             ":warning: /train status: the following arguments are required: JOB\nusage: /train status [--wait] JOB",
         ),
-        ("launch tiny-transformer --as U02B", ":warning: /train: in Slack you act as yourself; drop --as and --group"),
+        ("launch tiny-transformer --as U02B", ":warning: /train: in Slack you act as yourself; drop --as"),
         ("launch tiny-transformer --a U02B", ":warning: /train: unrecognized arguments: --a U02B"),
         (
             "reboot",
@@ -163,11 +163,56 @@ def test_model_requests_and_history_show_the_store(bot, slack, settings):
     assert f"{request.id}  staging v3  promote (U01ALICE)  v3 to staging" in history
 
 
-def test_a_verb_slack_does_not_serve_yet_says_so(bot, slack):
-    shown = texts(command(bot, slack, "/train", "launch tiny-transformer"))
-    assert shown == (
-        ":warning: /train launch is not available in Slack yet; run `trainbot launch ...` in a terminal for now."
+def test_launching_is_refused_until_a_channel_is_listed_for_it(bot, slack):
+    for verb in ("launch tiny-transformer", "sweep tiny-transformer --trials 2 lr=uniform(0.001,0.01)"):
+        assert texts(command(bot, slack, "/train", verb)) == (
+            f":warning: {verb.split()[0]} is allowed in no channel yet: ask whoever runs trainbot to add this one "
+            f"(C0ML) to slack_commands.{verb.split()[0]}.channels in the config"
+        )
+    assert slack.wait_for("response_url", 2)  # nothing was posted in the channel
+    assert not [call for call in slack.calls if call.method == "chat.postMessage"]
+
+
+def test_a_manifest_or_a_backend_is_the_terminal_s_business(bot, slack):
+    assert texts(command(bot, slack, "/train", "launch --manifest /etc/passwd")) == (
+        ":warning: /train: a manifest is a file on your machine: run `trainbot launch --manifest FILE` in a terminal"
     )
+    assert texts(command(bot, slack, "/train", "launch tiny-transformer --backend=kuberay")).startswith(
+        ":warning: /train: Slack launches on the bot's backend (TRAINBOT_BACKEND)"
+    )
+
+
+@pytest.fixture
+def governed(settings: Settings, slack: LocalSlack) -> Iterator[str]:
+    """A bot whose config lets C0ML launch, and lets only U02B and the group S0READERS read logs."""
+    slack.usergroups = {"S0READERS": ["U03CAROL"]}
+    settings = settings.model_copy(
+        update={
+            "slack_commands": {"launch": {"channels": ["C0ML"]}, "logs": {"users": ["U02B"], "groups": ["S0READERS"]}}
+        }
+    )
+    promotions = Promotions(settings)
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
+
+
+def test_a_dry_run_in_an_allowed_channel_shows_what_would_be_submitted(governed, slack):
+    shown = texts(command(governed, slack, "/train", "launch tiny-transformer lr=0.01 --dry-run"))
+    assert shown.startswith("*Would submit tiny-transformer-")
+    assert "--lr 0.01" in shown and "TRAINBOT_JOB" in shown
+    assert texts(command(governed, slack, "/train", "launch tiny-transformer --dry-run", channel="C0OTHER")) == (
+        ":warning: launch is allowed only in C0ML"
+    )
+    assert texts(command(governed, slack, "/train", "cancel some-job", channel="C0OTHER")) == (
+        ":warning: cancel is allowed only in C0ML"  # cancel follows launch's rule
+    )
+
+
+def test_a_rule_with_users_and_groups_lets_only_those_read(governed, slack):
+    refused = ":warning: you may not logs here: slack_commands.logs in the config lists who may"
+    assert texts(command(governed, slack, "/train", "logs some-job", user="U01ALICE")) == refused
+    for reader in ("U02B", "U03CAROL"):  # listed, and in the listed group
+        assert texts(command(governed, slack, "/train", "logs some-job", user=reader)) != refused
+    assert texts(command(governed, slack, "/train", "jobs", user="U01ALICE")).startswith("*Jobs*")
 
 
 def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(settings, slack, caplog):
