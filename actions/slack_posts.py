@@ -3,6 +3,7 @@ later change edits that message or replies in its thread, across restarts. Keys 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,3 +59,9 @@ class SlackPosts(Database):
                 return True
             inserted = conn.execute(self._insert(shown).values(key=key, state=state).on_conflict_do_nothing())
             return bool(inserted.rowcount)
+
+    def showing_other_than(self, prefix: str, states: Collection[str]) -> list[str]:
+        """Keys starting with `prefix` whose post shows none of `states` (jobs whose thread is not at an end)."""
+        query = select(shown.c.key).where(shown.c.key.startswith(prefix, autoescape=True), shown.c.state.not_in(states))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())

@@ -64,6 +64,14 @@ class SweepProgress:
         return ranked[0] if ranked else None
 
 
+def prepare_tracking(tracking_uri: str) -> None:
+    """Create the tracking store's tables now, before a sweep's driver and this process's first read
+    would race to create them on a new sqlite store (one of the two then fails)."""
+    from mlflow import MlflowClient  # noqa: PLC0415
+
+    MlflowClient(tracking_uri=tracking_uri).search_experiments(max_results=1)
+
+
 def sweep_progress(tracking_uri: str, experiment: str, sweep: str, trials: int) -> SweepProgress:
     """The sweep's runs now. Before its driver starts there are none (and the mode is unknown: min)."""
     from mlflow import MlflowClient  # noqa: PLC0415 - MLflow loads on first use

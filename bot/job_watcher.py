@@ -27,6 +27,7 @@ RETRY_S = 15.0
 
 def watch_once(jobs: Jobs, threads: JobThreads, window_s: float = WINDOW_S) -> bool:
     """One window of the backend's changes, then the sweeps' progress; False when no job is unfinished."""
+    threads.catch_up()
     if not jobs.list(active=True, limit=1):
         return False
     for status in jobs.backend().observe(window_s):

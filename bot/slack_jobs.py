@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from actions.jobs import JobState, JobStatus
 from actions.slack_posts import Post
-from bot.blocks import Message, render
+from bot.blocks import Message, clip, render
 
 if TYPE_CHECKING:
     from actions.operations import Jobs
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 BAR_WIDTH = 20
 RESULTS_SHOWN = 10
 PROMOTE_BEST_TO = "staging"
+THREAD_PREFIX = "job:"
+MESSAGE_CHARS = 300
 ICONS = {
     JobState.PENDING: ":hourglass_flowing_sand:",
     JobState.RUNNING: ":arrow_forward:",
@@ -67,14 +69,22 @@ class JobThreads:
             return
         record = self.jobs.store.get(status.name)
         self.poster.update(key, self.parent(record, status))
-        line = f"{ICONS[status.state]} {status.name} is {status.state}" + (
-            f": {status.message}" if status.message else ""
-        )
+        said = first_line(status.message)
+        line = f"{ICONS[status.state]} {status.name} is {status.state}" + (f": {said}" if said else "")
         self.poster.post(parent.channel, render("notice", line, message=line), thread=parent)
         if record.kind == "sweep":
             self.sweep_progressed(record, final=status.state.terminal)
         if status.state == JobState.FAILED and self.on_failure:
             self.on_failure(record, parent)
+
+    def catch_up(self) -> None:
+        """Tell in each unfinished thread what the store knows and the thread does not show yet: a change
+        recorded while no watcher ran, or by someone reading the job's status."""
+        ended = [state.value for state in JobState if state.terminal]
+        for key in self.poster.posts.showing_other_than(THREAD_PREFIX, ended):
+            name = key.removeprefix(THREAD_PREFIX)
+            if self.jobs.store.known(name):
+                self.observed(self.jobs.store.get(name))
 
     def sweeps_progressed(self) -> None:
         """Edit the progress message of every running sweep that has a thread."""
@@ -101,7 +111,7 @@ class JobThreads:
         params = [f"{key}={value}" for key, value in record.params.items()]
         return render(
             "job", text, record=record, state=str(status.state), icon=ICONS[status.state], params=params,
-            message=status.message,
+            message=first_line(status.message),
         )  # fmt: skip
 
     def progress_message(self, record: JobRecord, progress: SweepProgress | None) -> Message:
@@ -145,8 +155,13 @@ def results_message(record: JobRecord, progress: SweepProgress) -> Message:
     )  # fmt: skip
 
 
+def first_line(message: str) -> str:
+    """A status message fit for a line: Ray's can hold 20,000 characters of the job's log."""
+    return clip(message.strip().split("\n", 1)[0], MESSAGE_CHARS)
+
+
 def thread_key(job: str) -> str:
-    return f"job:{job}"
+    return f"{THREAD_PREFIX}{job}"
 
 
 def progress_key(job: str) -> str:

@@ -68,6 +68,10 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
         return render(
             "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
         )
+    if plan.kind == "sweep":
+        from actions.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
+
+        prepare_tracking(settings.tracking_uri())
     record = desk.jobs().launch(plan)
     desk.threads().open(slash.channel, record)
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
