@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     # Where alert threads go, and (unless TRAINBOT_PROMOTIONS_CHANNEL names another) registry notices.
     alerts_channel: str = ""
     promotions_channel: str = ""
+    # Where the runbooks are published: a diagnosis links <base>/<finding id>.md. Empty: the bot posts the
+    # runbook's text in the diagnosis thread instead.
+    runbook_base_url: str = ""
     # Threads for the work behind Slack's acks. More than the cores slows the acks themselves
     # (bench/ack_latency.py on 2 cores: p99 1.2x a bare Bolt app with 2, 2-2.5x with 4).
     slack_workers: int = Field(default=2, ge=1, le=64)

@@ -66,21 +66,38 @@ _environment = Environment(
 _environment.filters["mrkdwn"] = mrkdwn
 _environment.filters["code"] = code
 _environment.filters["mention"] = mention
+_environment.filters["clip"] = clip
 _environment.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
 
 
 def render_view(template: str, **context: Any) -> dict[str, Any]:
     """A modal view (one JSON object) from bot/templates/<template>.j2."""
-    [view] = _objects(_environment.get_template(f"{template}.j2").render(**context))
+    [view] = _blocks(template, context)
     return view
 
 
 def render(template: str, text: str, **context: Any) -> Message:
     """The blocks of bot/templates/<template>.j2, cut to Slack's limits; `text` (plain, escaped here) is the
     notification."""
-    rendered = _environment.get_template(f"{template}.j2").render(**context)
+    return _message(text, _within_limits(_blocks(template, context)))
+
+
+def render_whole(template: str, text: str, **context: Any) -> Message | None:
+    """Like `render`, but None where the blocks would have to be cut to fit Slack's limits (then say it
+    another way, as a file)."""
+    blocks = _blocks(template, context)
+    if len(blocks) > MAX_BLOCKS or any(len(part["text"]) > MAX_SECTION_CHARS for part in _text_objects(blocks)):
+        return None
+    return _message(text, blocks)
+
+
+def _blocks(template: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(_objects(_environment.get_template(f"{template}.j2").render(**context)))
+
+
+def _message(text: str, blocks: list[dict[str, Any]]) -> Message:
     # The notification text is mrkdwn too: escaped like the blocks, so it pings nobody either.
-    return Message(clip(mrkdwn(text), MAX_FALLBACK_CHARS), _within_limits(list(_objects(rendered))))
+    return Message(clip(mrkdwn(text), MAX_FALLBACK_CHARS), blocks)
 
 
 def notice(text: str) -> Message:
@@ -102,11 +119,18 @@ def _skip_space(text: str, position: int) -> int:
     return position
 
 
-def _within_limits(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _text_objects(blocks: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Sections' texts and context blocks' elements: Slack takes at most 3,000 characters of each."""
     for block in blocks:
-        section = block.get("text")
-        if isinstance(section, dict) and isinstance(section.get("text"), str):
-            section["text"] = clip(section["text"], MAX_SECTION_CHARS)
+        parts = [block.get("text"), *(block.get("elements", ()) if block.get("type") == "context" else ())]
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield part
+
+
+def _within_limits(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for part in _text_objects(blocks):
+        part["text"] = clip(part["text"], MAX_SECTION_CHARS)
     if len(blocks) <= MAX_BLOCKS:
         return blocks
     left_out = len(blocks) - (MAX_BLOCKS - 1)

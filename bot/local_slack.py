@@ -27,7 +27,7 @@ BOT_USER = "UTRAINBOT"
 
 @dataclass(frozen=True)
 class Call:
-    method: str  # a Web API method ("chat.postMessage"), or "response_url"
+    method: str  # a Web API method ("chat.postMessage"), "response_url", or "upload_url" (a file's bytes)
     params: dict[str, Any]
     answer: dict[str, Any]
 
@@ -45,6 +45,10 @@ class LocalSlack:
         self.rate_limits: dict[str, list[int]] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
+        # Files announced with files.getUploadURLExternal: their names, and their bytes once uploaded.
+        self._file_names: dict[str, str] = {}
+        self._file_bytes: dict[str, bytes] = {}
+        self._file_ids = itertools.count(1)
 
     def response_url(self) -> str:
         return f"{self.url}/response/{next(self._ts)}"
@@ -86,14 +90,44 @@ class LocalSlack:
             "usergroups.users.list": {"users": self.usergroups.get(params.get("usergroup", ""), [])},
             "views.open": {"view": {"id": "V0REJECT", **params.get("view", {})}},
         }
+        if method == "files.getUploadURLExternal":
+            return {"ok": True, **self._upload_url(params)}
+        if method == "files.completeUploadExternal":
+            return {"ok": True, "files": [self._file(shared) for shared in params["files"]]}
         return {"ok": True, **answers.get(method, {})}
+
+    def upload(self, file_id: str, content: bytes) -> None:
+        """The bytes of a file, POSTed to the URL files.getUploadURLExternal gave out."""
+        self._file_bytes[file_id] = content
+        self.record("upload_url", {"file_id": file_id, "content": content})
+
+    def _upload_url(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F0FILE{next(self._file_ids):05d}"
+        self._file_names[file_id] = params["filename"]
+        return {"upload_url": f"{self.url}/upload/v1/{file_id}", "file_id": file_id}
+
+    def _file(self, shared: dict[str, Any]) -> dict[str, Any]:
+        file_id = shared["id"]
+        name = self._file_names.get(file_id, "")
+        return {
+            "id": file_id,
+            "name": name,
+            "title": shared.get("title") or name,
+            "size": len(self._file_bytes.get(file_id, b"")),
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.startswith("/upload/v1/"):
+            self.server.slack.upload(self.path.removeprefix("/upload/v1/"), raw)
+            # What Slack's upload URL answers: 200 and a line of text, which the SDK only checks the status of.
+            self._reply(f"OK - {len(raw)}".encode(), "text/plain")
+            return
+        body = raw.decode()
         if self.path.startswith("/response/"):
             answer = self.server.slack.record("response_url", json.loads(body))
         else:
@@ -104,9 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._rate_limited(method, self.server.slack.rate_limits[method].pop(0))
                 return
             answer = self.server.slack.record(method, params)
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self._reply(json.dumps(answer).encode(), "application/json")
+
+    def _reply(self, data: bytes, content_type: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -114,12 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _rate_limited(self, method: str, retry_after_s: int) -> None:
         self.server.slack.record(f"{method} (429)", {})
         data = json.dumps({"ok": False, "error": "ratelimited"}).encode()
-        self.send_response(429)
-        self.send_header("Retry-After", str(retry_after_s))
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._reply(data, "application/json", status=429, headers={"Retry-After": str(retry_after_s)})
 
     def do_GET(self) -> None:  # a readiness probe
         self.send_response(200)
@@ -138,7 +171,7 @@ class _Server(ThreadingHTTPServer):
 def _form(body: str) -> dict[str, Any]:
     """Form fields, with the JSON-valued ones (blocks, attachments) decoded as Slack would."""
     fields: dict[str, Any] = dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
-    for key in ("blocks", "attachments", "view"):
+    for key in ("blocks", "attachments", "view", "files"):
         if isinstance(fields.get(key), str):
             fields[key] = json.loads(fields[key])
     return fields
@@ -214,6 +247,8 @@ def button_click_body(slack: LocalSlack, action_id: str, value: str, user: str, 
                 "ts": ts,
                 "text": posted.params.get("text", ""),
                 "blocks": posted.params.get("blocks", []),
+                # Slack says which thread a message is in, when it is in one.
+                **({"thread_ts": posted.params["thread_ts"]} if posted.params.get("thread_ts") else {}),
             },
             "response_url": slack.response_url(),
             "actions": [

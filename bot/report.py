@@ -7,9 +7,11 @@ import textwrap
 from diagnosers.engine import Diagnosis
 
 WIDTH = 100
+QUOTE_CHARS = 240
 
 
-def render_text(diagnosis: Diagnosis) -> str:
+def render_text(diagnosis: Diagnosis, quote_chars: int | None = QUOTE_CHARS) -> str:
+    """The diagnosis for a terminal, each quote cut to `quote_chars` (None: whole, as in a file)."""
     lines = [f"verdict: {diagnosis.verdict}", *_wrap(f"summary: {diagnosis.summary}", "  "), ""]
     if not diagnosis.findings:
         lines += ["No findings.", ""]
@@ -18,7 +20,7 @@ def render_text(diagnosis: Diagnosis) -> str:
         lines += _wrap(found.detail, "   ")
         lines.append(f"   runbook: {found.runbook}")
         for quote in found.evidence:
-            lines.append(f"   > {quote.source}:{quote.line}: {_clip(quote.text)}")
+            lines.append(f"   > {quote.source}:{quote.line}: {_clip(quote.text.strip(), quote_chars)}")
         lines.append("")
     sources = ", ".join(f"{name} {status}" for name, status in diagnosis.sources.items())
     lines += _wrap(f"sources: {sources}", "  ")
@@ -29,6 +31,5 @@ def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent if indent == "   " else "", subsequent_indent=indent)
 
 
-def _clip(text: str, limit: int = 240) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _clip(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

@@ -27,6 +27,7 @@ from actions.slack_posts import SlackPosts
 from bot.authorization import Authorization
 from bot.blocks import Message, mrkdwn, render
 from bot.metrics import Metrics
+from bot.slack_diagnosis import kept_diagnoses, register_diagnosis_actions
 from bot.slack_grammar import Slash
 from bot.slack_groups import UserGroups
 from bot.slack_jobs import JobThreads
@@ -98,6 +99,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
+    register_diagnosis_actions(app, poster, kept_diagnoses(settings), attempt)
     return SlackBot(app, poster, train)
 
 

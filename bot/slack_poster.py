@@ -72,6 +72,13 @@ class SlackPoster:
             self.posts.remember(key, post, datetime.now(UTC))
         return post
 
+    def upload(self, channel: str, content: bytes | str, filename: str, title: str, thread: Post | None = None) -> None:
+        """Share a file in `channel` (in `thread` when given); paced like a message, since Slack posts one."""
+        self._pacer.wait(channel)
+        self.client.files_upload_v2(
+            channel=channel, thread_ts=thread.ts if thread else None, content=content, filename=filename, title=title
+        )
+
     def reply(self, key: str, message: Message) -> Post | None:
         """Reply in the thread of the message posted under `key`; None when there is none."""
         parent = self.posts.find(key)

@@ -86,15 +86,16 @@ def test_a_prometheus_vector_is_read_as_one_sample_per_series(bundle):
         "data": {"resultType": "vector", "result": [{"metric": {"gpu": "0"}, "value": [1, "42"]}]},
     }
     write(bundle / "prometheus" / "DCGM_FI_DEV_GPU_UTIL.json", json.dumps(document))
-    evidence = load_bundle(bundle)
-    assert evidence.series["DCGM_FI_DEV_GPU_UTIL"][0].values == [42.0]
+    [series] = load_bundle(bundle).series["DCGM_FI_DEV_GPU_UTIL"]
+    assert (list(series.times), series.values) == ([1.0], [42.0])
 
 
 def test_nan_and_garbage_samples_are_dropped_not_fatal(bundle):
     values = [[1, "NaN"], [2, "+Inf"], [3, "12.5"], [4, None], ["x"]]
     document = {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": values}]}}
     write(bundle / "prometheus" / "DCGM_FI_DEV_GPU_UTIL.json", json.dumps(document))
-    assert load_bundle(bundle).series["DCGM_FI_DEV_GPU_UTIL"][0].values == [12.5]
+    [series] = load_bundle(bundle).series["DCGM_FI_DEV_GPU_UTIL"]
+    assert (list(series.times), series.values) == ([3.0], [12.5])  # each value keeps its own time
 
 
 def test_many_tiny_files_are_read_and_notes_are_capped(bundle):

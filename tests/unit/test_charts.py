@@ -1,0 +1,75 @@
+"""The diagnosis chart from the example bundles, drawn by the real matplotlib: a panel of GPU activity where
+the bundle has DCGM metrics (SM activity preferred), one of step phases per rank where it has step timings,
+none at all (None) where it has neither; and matplotlib is not loaded until a chart is drawn."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from bot.charts import DPI, PANEL_HEIGHT_IN, PHASES, WIDTH_IN, diagnosis_chart, gpu_activity
+from diagnosers.bundle import load_bundle
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PHASE_COLOURS = {tuple(bytes.fromhex(colour.removeprefix("#"))) for _, _, colour in PHASES}
+
+
+def image(png: bytes) -> Image.Image:
+    assert png.startswith(PNG_SIGNATURE)
+    assert 10_000 < len(png) < 1_000_000
+    return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def has_phase_bars(picture: Image.Image) -> bool:
+    drawn = {colour for _, colour in picture.getcolors(maxcolors=1 << 20)}
+    return PHASE_COLOURS.issubset(drawn)
+
+
+@pytest.mark.parametrize(
+    ("example", "metric", "panels"),
+    [
+        ("compute-bound", "DCGM_FI_PROF_SM_ACTIVE", 2),
+        ("comm-bound-small-batch", "DCGM_FI_PROF_SM_ACTIVE", 2),
+        ("straggler-throttled-gpu", "DCGM_FI_DEV_GPU_UTIL", 2),
+        ("io-bound-dcgm-only", "DCGM_FI_DEV_GPU_UTIL", 1),
+    ],
+)
+def test_a_bundle_with_metrics_gets_a_png_with_a_panel_for_each_kind_of_data(example, metric, panels):
+    chosen, series = gpu_activity(load_bundle(EXAMPLES / example))
+    assert chosen == metric  # SM activity where the bundle has it, utilisation otherwise
+    assert all(len(one.times) == len(one.values) > 100 for one in series)
+    picture = image(diagnosis_chart(EXAMPLES / example))
+    assert picture.size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * DPI * panels)
+    assert has_phase_bars(picture) == (panels == 2)
+
+
+def test_step_timings_alone_get_the_step_phase_panel(tmp_path):
+    shutil.copytree(EXAMPLES / "straggler-throttled-gpu" / "steps", tmp_path / "steps")
+    picture = image(diagnosis_chart(tmp_path))
+    assert picture.size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * DPI)
+    assert has_phase_bars(picture)
+
+
+@pytest.mark.parametrize("example", ["failed-gpu-oom", "failed-image-pull", "insufficient-evidence"])
+def test_a_bundle_without_metrics_or_step_timings_gets_no_chart(example):
+    assert diagnosis_chart(EXAMPLES / example) is None
+
+
+def test_the_bot_loads_matplotlib_only_to_draw_a_chart():
+    code = (
+        "import sys, pathlib; import bot.slack_app; assert 'matplotlib' not in sys.modules; "
+        "from bot.charts import diagnosis_chart; assert diagnosis_chart(pathlib.Path(sys.argv[1])); "
+        "assert 'matplotlib' in sys.modules"
+    )
+    bundle = str(EXAMPLES / "compute-bound")
+    result = subprocess.run(
+        [sys.executable, "-c", code, bundle], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
