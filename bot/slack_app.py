@@ -26,6 +26,7 @@ from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from bot.authorization import Authorization
 from bot.blocks import Message, mrkdwn, render
+from bot.job_diagnoses import JobDiagnoses
 from bot.metrics import Metrics
 from bot.slack_diagnosis import kept_diagnoses, register_diagnosis_actions
 from bot.slack_grammar import Slash
@@ -48,6 +49,7 @@ REJECT_REASON = "promotion_reject_reason"
 # _attempt with the incident counter bound: (work, tell, context).
 Attempt = Callable[[Callable[[], None], Callable[[str], None], dict[str, Any]], None]
 OFFER_ACTION = "promotion_offer_"
+DIAGNOSE_ACTION = "job_diagnose"
 
 
 @dataclass(frozen=True)
@@ -91,14 +93,19 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
 
     desk = PromotionDesk(poster, promotions, groups)
     jobs = _shared_jobs(settings)
-    train = TrainDesk(settings, jobs, functools.cache(lambda: JobThreads(poster, jobs(), settings)), authorize)
     attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
+    diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
+    threads = functools.cache(
+        lambda: JobThreads(poster, jobs(), settings, on_failure=lambda job, thread: diagnoses.failed(job.name, thread))
+    )
+    train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
     app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, train), attempt)])
     app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk, authorize), attempt)])
     app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk, attempt)])
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
+    app.action(DIAGNOSE_ACTION)(ack=_ack, lazy=[_diagnose_clicked(diagnoses, authorize, attempt)])
     register_diagnosis_actions(app, poster, kept_diagnoses(settings), attempt)
     return SlackBot(app, poster, train)
 
@@ -157,6 +164,24 @@ def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
         )
 
     return request
+
+
+def _diagnose_clicked(
+    diagnoses: JobDiagnoses, authorize: Callable[[str, Slash], None], attempt: Attempt
+) -> Callable[..., None]:
+    """A sweep's "Diagnose" button: as `/train diagnose JOB` typed by the clicker."""
+
+    def diagnose(body: dict[str, Any], client: WebClient) -> None:
+        user, channel, job = body["user"]["id"], body["channel"]["id"], body["actions"][0]["value"]
+        tell = _tell(client, channel, user)
+
+        def work() -> None:
+            authorize("diagnose", Slash(f"diagnose {job}", user, channel))
+            tell(diagnoses.request(job, channel, user).text)
+
+        attempt(work, tell, body)
+
+    return diagnose
 
 
 def _reject_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from actions.operations import Jobs
     from actions.settings import Settings
     from actions.templates import Param
+    from bot.job_diagnoses import JobDiagnoses
     from bot.slack_jobs import JobThreads
 
 TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
@@ -36,6 +37,7 @@ class TrainDesk:
     settings: Settings
     jobs: Callable[[], Jobs]
     threads: Callable[[], JobThreads]
+    diagnoses: JobDiagnoses
     authorize: Callable[[str, Slash], None]
 
 
@@ -54,7 +56,7 @@ def answer_train(slash: Slash, desk: TrainDesk) -> Message:
         return train_logs(command, desk.jobs())
     if command.verb == "cancel":
         return train_cancel(command, desk.jobs())
-    return not_in_slack_yet("/train", command.verb, f"trainbot {command.verb}")
+    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
 
 
 def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
@@ -141,11 +143,6 @@ def train_status(command: Command, jobs: Jobs) -> Message:
     ]
     lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in history]
     return render("status", f"{status.name}: {status.state}", status=status, details=details, history=lines)
-
-
-def not_in_slack_yet(slash: str, verb: str, cli: str) -> Message:
-    text = f"{slash} {verb} is not available in Slack yet; run `{cli} ...` in a terminal for now."
-    return render("error", text, message=text)
 
 
 def _param_help(param: Param) -> str:

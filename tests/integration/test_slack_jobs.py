@@ -45,6 +45,10 @@ def settings(ray_settings: Settings, tmp_path: Path, slack: LocalSlack) -> Setti
             "slack_api_url": slack.api_url,
             "slack_commands": {"launch": {"channels": [CHANNEL]}, "sweep": {"channels": [CHANNEL]}},
             "promotion": {"targets": {"staging": {"approvers": [BOB]}}},
+            # A team template whose script really fails: a shape mismatch inside torch.
+            "templates": {
+                "broken": {"entrypoint": ["python", "-c", "import torch; torch.zeros(2, 3) @ torch.zeros(2, 3)"]}
+            },
         }
     )
 
@@ -109,6 +113,30 @@ def test_a_launch_gets_a_thread_that_follows_the_job_even_when_someone_asked_for
     assert finished.params["channel"] == CHANNEL
     assert [call for call in slack.calls if "is SUCCEEDED" in call.params.get("text", "")] == [finished]
     assert edits_of(slack, parent)[-1] == f"{job}: SUCCEEDED"
+
+    # Diagnosed on request: the diagnosis and its chart (the ranks' step phases) go in the job's thread.
+    assert texts(command(bot, slack, "/train", f"diagnose {job[:-2]}", channel=CHANNEL)) == (
+        f"Diagnosing {job}: collecting its evidence; the diagnosis follows in its thread."
+    )
+    diagnosis = wait_for_reply(slack, parent, f"Diagnosis of {job}: ", timeout_s=120)
+    assert "Show evidence" in json.dumps(diagnosis.params["blocks"])
+    [completed] = slack.wait_for("files.completeUploadExternal")
+    assert completed.params["thread_ts"] == parent.answer["ts"]
+    [upload] = [call for call in slack.calls if call.method == "upload_url"]
+    assert upload.params["content"].startswith(b"\x89PNG")
+
+
+def test_a_job_that_fails_gets_its_diagnosis_in_its_thread_unasked(bot, slack, slack_bot):
+    job, parent = launched(bot, slack, "launch broken")
+    stop = start_job_watcher(slack_bot.train.jobs(), slack_bot.train.threads())
+    try:
+        failed = wait_for_reply(slack, parent, "is FAILED")
+        diagnosis = wait_for_reply(slack, parent, f"Diagnosis of {job}: failed", timeout_s=120)
+    finally:
+        stop.set()
+    assert len(failed.params["text"]) < 400  # Ray's message holds the log; the thread shows its first line
+    shown = json.dumps(diagnosis.params["blocks"])
+    assert "RuntimeError" in shown or "mat1 and mat2" in shown, shown
 
 
 def test_a_sweep_shows_its_progress_and_ends_with_its_results_and_a_promote_button(bot, slack, slack_bot):

@@ -305,3 +305,18 @@ def test_metrics_count_requests_ack_latency_errors_and_the_queue(settings, slack
     assert samples[("trainbot_slack_ack_seconds_count", ())] == 2
     assert samples[("trainbot_errors_total", (("where", "slack"),))] == 1
     assert samples[("trainbot_work_queue_depth", ())] == 0
+
+
+def test_diagnose_in_slack_takes_a_job_never_a_path_on_the_bot_s_machine(bot, slack):
+    assert texts(command(bot, slack, "/train", "diagnose /etc/passwd")) == (
+        ":warning: /etc/passwd: name a job here; for a bundle file run `trainbot diagnose /etc/passwd` in a terminal"
+    )
+
+
+def test_diagnosing_where_no_backend_answers_says_so_to_the_one_who_asked(bot, slack):
+    assert texts(command(bot, slack, "/train", "diagnose nosuchjob")) == (
+        "Diagnosing nosuchjob: collecting its evidence; the diagnosis follows in this channel."
+    )
+    [told] = slack.wait_for("chat.postEphemeral")
+    assert told.params["user"] == "U01ALICE" and told.params["channel"] == "C0ML"
+    assert told.params["text"].startswith("no local Ray head answers at http://127.0.0.1:")
