@@ -82,6 +82,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _console(args: argparse.Namespace) -> int:
+    from actions.settings import load_settings  # noqa: PLC0415
+    from bot.console import run_console, script_lines  # noqa: PLC0415 - Bolt and the bot load only here
+
+    lines = script_lines(args.script) if args.script else None
+    return run_console(load_settings(), args.user, lines)
+
+
 def add_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     diagnose = commands.add_parser("diagnose", help="diagnose a job live, or an evidence bundle (folder or .tar.gz)")
     diagnose.add_argument(
@@ -101,9 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     serve.set_defaults(handler=_serve)
+    console = commands.add_parser("console", help="Slack in this terminal: the bot on embedded defaults")
+    console.add_argument("--as", dest="user", default=_console_user(), help="who is typing (default: you)")
+    console.add_argument("--script", type=Path, metavar="FILE", help="run these lines, echoed, then leave")
+    console.set_defaults(handler=_console)
     add_job_commands(commands)
     add_model_commands(commands)
     return parser
+
+
+def _console_user() -> str:
+    import getpass  # noqa: PLC0415
+
+    name = re.sub(r"[^A-Za-z0-9]", "", getpass.getuser())
+    return name if len(name) >= 2 else "you"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,15 +49,20 @@ class LocalSlack:
         self._file_names: dict[str, str] = {}
         self._file_bytes: dict[str, bytes] = {}
         self._file_ids = itertools.count(1)
+        # Called with each call as it is recorded (the console prints what the bot posts).
+        self.listeners: list[Callable[[Call], None]] = []
 
     def response_url(self) -> str:
         return f"{self.url}/response/{next(self._ts)}"
 
     def record(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = self._answer(method, params)
+        call = Call(method, params, answer)
         with self._changed:
-            self.calls.append(Call(method, params, answer))
+            self.calls.append(call)
             self._changed.notify_all()
+        for listener in self.listeners:
+            listener(call)
         return answer
 
     def wait_for(self, method: str, count: int = 1, timeout_s: float = WAIT_S) -> list[Call]:
@@ -95,6 +100,10 @@ class LocalSlack:
         if method == "files.completeUploadExternal":
             return {"ok": True, "files": [self._file(shared) for shared in params["files"]]}
         return {"ok": True, **answers.get(method, {})}
+
+    def file_bytes(self, file_id: str) -> bytes:
+        """What was uploaded for `file_id` (nothing yet: empty)."""
+        return self._file_bytes.get(file_id, b"")
 
     def upload(self, file_id: str, content: bytes) -> None:
         """The bytes of a file, POSTed to the URL files.getUploadURLExternal gave out."""

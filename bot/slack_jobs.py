@@ -58,7 +58,9 @@ class JobThreads:
         post = self.poster.post(channel, self.parent(record, record), key=thread_key(record.name))
         self.poster.posts.show(thread_key(record.name), record.state)
         if record.kind == "sweep":
-            self.poster.post(channel, self.progress_message(record, None), key=progress_key(record.name), thread=post)
+            progress = self.progress_message(record, None)
+            self.poster.post(channel, progress, key=progress_key(record.name), thread=post)
+            self._progress[record.name] = progress.text
         return post
 
     def observed(self, status: JobStatus) -> None:

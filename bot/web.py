@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from actions.promotions import Promotions
     from actions.settings import Settings
+    from bot.slack_app import SlackBot
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,14 @@ def in_thread(server: socketserver.BaseServer) -> Iterator[str]:
         server.server_close()
 
 
+@contextmanager
+def serving_locally(app: WSGIApplication) -> Iterator[str]:
+    """`app` on a free loopback port, served from a thread (the console, tests) until the block ends."""
+    server = make_server("127.0.0.1", 0, app, server_class=_ThreadingServer, handler_class=_LoggingHandler)
+    with in_thread(server) as url:
+        yield url
+
+
 def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], None] = print) -> None:
     with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
         ready(f"trainbot serving on http://{host}:{server.server_port}")
@@ -167,23 +176,27 @@ def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], Non
 
 def serve_everything(settings: Settings, host: str, port: int) -> None:
     """`trainbot serve`: promotions' webhooks always; Slack (and its notice poster) once configured."""
+    serve(start_everything(settings)[0], host, port)
+
+
+def start_everything(settings: Settings) -> tuple[WSGIApplication, SlackBot | None]:
+    """The WSGI app of every endpoint, with the Slack bot's background threads (notice poster, job watcher)
+    started when Slack is configured; the bot too, for the console."""
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
     promotions = promotions_service(settings)
     metrics = Metrics()
-    slack = None
-    if settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value():
-        from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
-
-        from bot.job_watcher import start_job_watcher  # noqa: PLC0415
-        from bot.slack_app import build_slack_app  # noqa: PLC0415
-        from bot.slack_notices import start_notice_poster  # noqa: PLC0415
-
-        bot = build_slack_app(settings, promotions, metrics)
-        slack = SlackRequestHandler(bot.app)
-        if channel := settings.promotions_channel or settings.alerts_channel:
-            start_notice_poster(bot.poster, promotions, channel)
-        start_job_watcher(bot.train.jobs(), bot.train.threads())
-    else:
+    if not (settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value()):
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
-    serve(make_app(promotions, slack, metrics), host, port)
+        return make_app(promotions, None, metrics), None
+    from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
+
+    from bot.job_watcher import start_job_watcher  # noqa: PLC0415
+    from bot.slack_app import build_slack_app  # noqa: PLC0415
+    from bot.slack_notices import start_notice_poster  # noqa: PLC0415
+
+    bot = build_slack_app(settings, promotions, metrics)
+    if channel := settings.promotions_channel or settings.alerts_channel:
+        start_notice_poster(bot.poster, promotions, channel)
+    start_job_watcher(bot.train.jobs(), bot.train.threads())
+    return make_app(promotions, SlackRequestHandler(bot.app), metrics), bot
