@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
 POLL_INTERVAL_S = 2.0
 NOT_FOUND = re.compile(r"status code 404|does not exist", re.IGNORECASE)
 TAKEN = re.compile(r"already exists", re.IGNORECASE)
+# A head that just started answers this until its job agent is up (seconds; longer on a busy machine).
+AGENT_STARTING = re.compile(r"No available agent to submit job", re.IGNORECASE)
+AGENT_WAIT_S = 60.0
+AGENT_RETRY_S = 1.0
 
 
 class LocalBackend:
@@ -43,13 +48,17 @@ class LocalBackend:
 
     def submit(self, launch: Launch) -> JobStatus:
         client = self._connect(start=True)
-        try:
-            client.submit_job(**self.render(launch))
-        except RuntimeError as error:
-            if TAKEN.search(str(error)):
-                raise Conflict(f"a local Ray job named {launch.name} already exists; launch again") from None
-            raise Unavailable(f"the local Ray head refused the job: {_first_line(error)}") from None
-        return self.status(launch.name)
+        deadline = time.monotonic() + AGENT_WAIT_S
+        while True:
+            try:
+                client.submit_job(**self.render(launch))
+                return self.status(launch.name)
+            except RuntimeError as error:
+                if TAKEN.search(str(error)):
+                    raise Conflict(f"a local Ray job named {launch.name} already exists; launch again") from None
+                if not (AGENT_STARTING.search(str(error)) and time.monotonic() < deadline):
+                    raise Unavailable(f"the local Ray head refused the job: {_first_line(error)}") from None
+            time.sleep(AGENT_RETRY_S)
 
     def status(self, name: str) -> JobStatus:
         client = self._connect()

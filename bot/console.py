@@ -97,6 +97,7 @@ class Console:
     view: ConsoleView = field(default_factory=ConsoleView)
     said: list[str] = field(default_factory=list)  # every line printed, for `wait`
     modal: dict[str, Any] | None = None
+    modal_user: str = ""
     gave_up: bool = False  # a `wait` ran out of time: a script has failed
     sent_at: int = 0  # how much had been said when the last request went to the bot
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -107,8 +108,8 @@ class Console:
         self.slack.listeners.append(self.show)
 
     def show(self, call: Call) -> None:
-        if call.method == "views.open":
-            self.modal = call.params.get("view")
+        if call.method == "views.open":  # the modal is the clicker's: they type into it next
+            self.modal, self.modal_user = call.params.get("view"), self.user
         lines = self.view.lines(call)
         if call.method == "files.completeUploadExternal":
             lines = [self._saved(shared) for shared in call.answer.get("files", [])]
@@ -179,7 +180,7 @@ class Console:
             if block.get("type") == "input"
         }
         body = view_submission_body(modal.get("callback_id", ""), modal.get("private_metadata", ""), values,
-                                    user_id(self.user))  # fmt: skip
+                                    user_id(self.modal_user))  # fmt: skip
         self._send(body)
 
     def _send(self, body: str) -> None:
@@ -231,7 +232,10 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
     log_file = settings.data_dir / "console.log"
     # The bot's own log goes to a file: the terminal is the chat.
     logging.basicConfig(
-        filename=log_file, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        filename=log_file,
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
     )
     with local_slack() as slack:
         bot_settings = console_settings(settings, slack)

@@ -52,7 +52,7 @@ class ConsoleView:
                 self._threads[ts] = thread
                 head = f"{INDENT}↳ #{number} in the thread of #{self._numbers.get(thread, '?')}: "
             else:
-                head = f"#{number} trainbot in {params.get('channel')}: "
+                head = f"#{number} trainbot in {self._where(str(params.get('channel')))}: "
             return self._message(head, call, indent=INDENT if thread else "")
         if call.method == "chat.update":
             ts = params.get("ts", "")
@@ -63,6 +63,10 @@ class ConsoleView:
         if call.method == "views.open":
             return self._modal(params.get("view") or {})
         return []
+
+    def _where(self, channel: str) -> str:
+        """A channel id, or a direct message when the bot writes to a user id."""
+        return f"a direct message to @{self.names.get(channel, channel)}" if channel[:1] in "UW" else channel
 
     def plain(self, text: str) -> str:
         """mrkdwn as a person reads it: mentions as @name, links as text (url), escapes undone."""

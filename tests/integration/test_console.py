@@ -1,0 +1,94 @@
+"""`trainbot console` driven by scripts: the exit test on the session's real Ray head and MLflow store, and
+a rejection typed into the reject modal, against a real sqlite registry."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from actions.settings import Settings
+from bot.console import run_console
+from tests.integration.cli import trainbot
+from tests.integration.test_promotions import register
+from tests.processes import free_port
+
+pytestmark = pytest.mark.integration
+
+EXIT_TEST = """\
+# sweep and watch its progress, promote the best to staging, approve as another user, diagnose
+/train sweep tiny-transformer --trials 2 lr=loguniform(1e-3,1e-2) epochs=1 steps_per_epoch=5 batch_size=16 d_model=32
+wait "trials finished" 280
+click "Promote best to staging"
+as bob
+click Approve
+wait "alias moved" 30
+click Diagnose
+wait "Diagnosis of" 120
+"""
+
+
+def test_the_exit_test_runs_in_the_console_as_written(ray_env, tmp_path):
+    script = tmp_path / "exit-test.txt"
+    script.write_text(EXIT_TEST)
+    result = trainbot(ray_env, "console", "--as", "alice", "--script", str(script), check=False)
+    shown = result.stdout
+    assert result.returncode == 0, shown + result.stderr
+    sweep = re.search(r"#1 trainbot in C0CONSOLE: ⏳ `(tiny-transformer-sweep-[a-z0-9]+)`  \*PENDING\*", shown)
+    assert sweep, shown
+    job = sweep[1]
+    assert "    ↳ #2 in the thread of #1: Waiting for the first trial" in shown
+    assert re.search(r"    ✎ #2 now: `█{20}` 2/2 trials done · 0 running · best val_loss \d", shown), shown
+    assert f"*Results of `{job}`*: 2 of 2 trials finished, best registered as `tiny-transformer` v" in shown
+    assert re.search(r"\[\d+\] Promote best to staging  \[\d+\] Diagnose", shown)
+    assert re.search(r"Asked by @alice · 0/1 approvals · approvers: @bob", shown), shown
+    assert "bob> click Approve" in shown
+    assert re.search(r"to \*staging\*: approved, alias moved\n  Asked by @alice · 1/1 approvals by @bob", shown)
+    assert f"(only you) Diagnosing {job}: collecting its evidence; the diagnosis follows in its thread." in shown
+    assert re.search(rf"    ↳ #\d+ in the thread of #1: \S+ \*Diagnosis\* of `{job}`", shown), shown
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Embedded defaults in a folder of the test's own; no Ray head answers (none is needed)."""
+    return Settings(data_dir=tmp_path, local_dashboard_port=free_port())
+
+
+def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(settings):
+    client = MlflowClient(tracking_uri=settings.tracking_uri(), registry_uri=settings.tracking_uri())
+    client.create_experiment("sweeps", artifact_location=str(settings.data_dir / "artifacts"))
+    client.create_registered_model("tiny-transformer")
+    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+    out = io.StringIO()
+    script = [
+        f"/model promote tiny-transformer {version} staging",
+        "click Reject",  # alice asked: she may not decide
+        "--as bob click Reject",
+        "<!channel> not better than v0",
+        "/model requests",
+        "click 99",
+        "dance",
+        "quit",
+        "/model requests",  # never read: the console has left
+    ]
+    assert run_console(settings, "alice", script, out) == 0
+    shown = out.getvalue()
+    assert "(only you) nobody approves their own request" in shown
+    assert "alice> --as bob click Reject\n┌ Reject\n" in shown
+    assert "│ Why?: type it on the next line" in shown
+    assert "rejected: &lt;!channel&gt;" not in shown  # escaped for Slack, shown as typed
+    assert re.search(
+        r"✎ #1 now: \*Promote\* `tiny-transformer` v1 to \*staging\*: rejected: <!channel> not better", shown
+    )
+    assert "(no button 99; the numbers are in [brackets])" in shown
+    assert "(not a command: 'dance')" in shown
+    assert shown.count("alice> /model requests") == 1
+
+
+def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
+    result = trainbot(ray_env, "console", "--script", str(tmp_path / "missing.txt"), check=False)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"trainbot: {tmp_path / 'missing.txt'}: cannot read it as a text script")
