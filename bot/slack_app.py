@@ -26,6 +26,7 @@ from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from bot.blocks import Message, mrkdwn, render
 from bot.metrics import Metrics
+from bot.slack_alerts import register_alert_actions
 from bot.slack_grammar import Slash
 from bot.slack_model import answer_model
 from bot.slack_notices import offer_of
@@ -87,6 +88,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
     app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
+    register_alert_actions(app, settings, poster, attempt)
     return SlackBot(app, poster)
 
 

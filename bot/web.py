@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from actions.alert_threads import AlertThreads
     from actions.promotions import Promotions
     from actions.settings import Settings
+    from bot.slack_poster import SlackPoster
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], Non
 
 
 def serve_everything(settings: Settings, host: str, port: int) -> None:
-    """`trainbot serve`: MLflow's and Alertmanager's webhooks always; Slack (and its notice poster) once configured."""
+    """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured."""
     from actions.alert_threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
@@ -201,6 +202,20 @@ def serve_everything(settings: Settings, host: str, port: int) -> None:
         slack = SlackRequestHandler(bot.app)
         if channel := settings.promotions_channel or settings.alerts_channel:
             start_notice_poster(bot.poster, promotions, channel)
+        _start_alert_threads(settings, bot.poster, alerts)
     else:
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
     serve(make_app(promotions, slack, metrics, alerts), host, port)
+
+
+def _start_alert_threads(settings: Settings, poster: SlackPoster, alerts: AlertThreads) -> None:
+    from bot.alert_poster import AlertPoster, start_alert_poster  # noqa: PLC0415
+
+    if not settings.alerts_channel:
+        log.warning("alerts are recorded but not posted: set TRAINBOT_ALERTS_CHANNEL")
+        return
+    # The diagnosis of a job whose thread opens will hang on on_thread_opened; nothing is posted there yet.
+    alert_poster = AlertPoster(
+        poster, alerts, settings.alerts_channel, silenceable=bool(settings.alertmanager_url), on_thread_opened=None
+    )
+    start_alert_poster(alert_poster)
