@@ -30,6 +30,8 @@ class Call:
     method: str  # a Web API method ("chat.postMessage"), or "response_url"
     params: dict[str, Any]
     answer: dict[str, Any]
+    # When it came (time.monotonic()), so tests can check the pace of what the bot sends.
+    at: float = 0.0
 
 
 class LocalSlack:
@@ -52,7 +54,7 @@ class LocalSlack:
     def record(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = self._answer(method, params)
         with self._changed:
-            self.calls.append(Call(method, params, answer))
+            self.calls.append(Call(method, params, answer, time.monotonic()))
             self._changed.notify_all()
         return answer
 
