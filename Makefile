@@ -22,13 +22,21 @@ run: install
 		echo "== $$bundle"; $(VENV)/bin/trainbot diagnose "$$bundle" || exit $$?; echo; \
 	done
 
-# Debian's Prometheus and promtool for the live-collection tests; without apt and root they skip, saying why.
+# Debian's Prometheus and promtool for the live-collection tests, and its Alertmanager for the alert-thread
+# tests; without apt and root they skip, saying why.
 prometheus:
 	@if ! command -v promtool >/dev/null 2>&1; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
 		else \
 			echo "prometheus is not installed and cannot be (no apt-get or not root): its tests will skip"; \
+		fi; \
+	fi
+	@if ! command -v prometheus-alertmanager >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null; \
+		else \
+			echo "prometheus-alertmanager is not installed and cannot be (no apt-get or not root): its tests will skip"; \
 		fi; \
 	fi
 

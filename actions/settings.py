@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     slack_api_url: str = "https://slack.com/api/"
     # Where alert threads go, and (unless TRAINBOT_PROMOTIONS_CHANNEL names another) registry notices.
     alerts_channel: str = ""
+    # Alertmanager's API, for the "Silence 2h" button under an alert thread; empty: no button.
+    alertmanager_url: str = ""
+    # Which alert labels say the job an alert thread is for (actions/alert_threads.py): `namespace`, when
+    # listed, qualifies the job; of the others, the first an alert carries, in this order, names it.
+    alert_thread_labels: list[str] = Field(default_factory=lambda: ["namespace", "rayjob", "job"])
     promotions_channel: str = ""
     # Where the runbooks are published: a diagnosis links <base>/<finding id>.md. Empty: the bot posts the
     # runbook's text in the diagnosis thread instead.

@@ -8,7 +8,6 @@ listener threads that answer Slack stay free.
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
     from actions.settings import Settings
     from actions.slack_posts import Post
     from bot.slack_poster import SlackPoster
-
-log = logging.getLogger(__name__)
 
 DIAGNOSIS_WORKERS = 1
 # (work, tell) -> None: run `work`, telling the person what went wrong (bot/slack_app.py's _attempt).
@@ -58,9 +55,13 @@ class JobDiagnoses:
         where = "its thread" if thread else "this channel"
         return notice(f"Diagnosing {name}: collecting its evidence; the diagnosis follows in {where}.")
 
-    def failed(self, name: str, thread: Post) -> None:
-        """A job failed: its diagnosis goes in its thread, without anyone asking."""
-        self._pool.submit(self.attempt, lambda: self.diagnose(name, thread.channel, thread), _logged(name))
+    def into_thread(self, name: str, thread: Post) -> None:
+        """A job failed, or an alert about it opened a thread: its diagnosis goes there, unasked."""
+
+        def tell(text: str) -> None:  # nobody asked: the thread hears why there is no diagnosis
+            self.poster.post(thread.channel, notice(f"No diagnosis of {name}: {text}"), thread=thread)
+
+        self._pool.submit(self.attempt, lambda: self.diagnose(name, thread.channel, thread), tell)
 
     def diagnose(self, name: str, channel: str, thread: Post | None) -> None:
         from actions.collecting import collect_job  # noqa: PLC0415 - collectors load on first use
@@ -83,7 +84,3 @@ class JobDiagnoses:
             return self.jobs().store.find(job).name
         except NotFound:
             return job
-
-
-def _logged(name: str) -> Callable[[str], None]:
-    return lambda text: log.warning("diagnosing the failed job %s: %s", name, text)

@@ -30,6 +30,8 @@ class Call:
     method: str  # a Web API method ("chat.postMessage"), "response_url", or "upload_url" (a file's bytes)
     params: dict[str, Any]
     answer: dict[str, Any]
+    # When it came (time.monotonic()), so tests can check the pace of what the bot sends.
+    at: float = 0.0
 
 
 class LocalSlack:
@@ -57,7 +59,7 @@ class LocalSlack:
 
     def record(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = self._answer(method, params)
-        call = Call(method, params, answer)
+        call = Call(method, params, answer, time.monotonic())
         with self._changed:
             self.calls.append(call)
             self._changed.notify_all()

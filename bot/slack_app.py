@@ -28,6 +28,7 @@ from bot.authorization import Authorization
 from bot.blocks import Message, mrkdwn, render
 from bot.job_diagnoses import JobDiagnoses
 from bot.metrics import Metrics
+from bot.slack_alerts import register_alert_actions
 from bot.slack_diagnosis import kept_diagnoses, register_diagnosis_actions
 from bot.slack_grammar import Slash
 from bot.slack_groups import UserGroups
@@ -96,7 +97,9 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
     diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(
-        lambda: JobThreads(poster, jobs(), settings, on_failure=lambda job, thread: diagnoses.failed(job.name, thread))
+        lambda: JobThreads(
+            poster, jobs(), settings, on_failure=lambda job, thread: diagnoses.into_thread(job.name, thread)
+        )
     )
     train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
     app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, train), attempt)])
@@ -107,6 +110,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
     app.action(DIAGNOSE_ACTION)(ack=_ack, lazy=[_diagnose_clicked(diagnoses, authorize, attempt)])
     register_diagnosis_actions(app, poster, kept_diagnoses(settings), attempt)
+    register_alert_actions(app, settings, poster, attempt)
     return SlackBot(app, poster, train)
 
 

@@ -38,8 +38,8 @@ ICONS = {
     JobState.FAILED: ":x:",
     JobState.STOPPED: ":black_square_for_stop:",
 }
-# Called with the job's record and its thread when a job fails: the diagnosis goes there.
-OnFailure = Callable[["JobRecord", Post], None]
+# Called with the job's name and its thread when a job fails: the diagnosis goes there.
+OnFailure = Callable[[str, Post], None]
 
 
 class JobThreads:
@@ -77,7 +77,7 @@ class JobThreads:
         if record.kind == "sweep":
             self.sweep_progressed(record, final=status.state.terminal)
         if status.state == JobState.FAILED and self.on_failure:
-            self.on_failure(record, parent)
+            self.on_failure(record.name, parent)
 
     def catch_up(self) -> None:
         """Tell in each unfinished thread what the store knows and the thread does not show yet: a change

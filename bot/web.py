@@ -1,8 +1,10 @@
 """`trainbot serve`: trainbot's HTTP endpoints, one WSGI app.
 
 POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is configured; POST
-/webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py);
-GET /healthz answers while the process serves; GET /metrics is the bot's own (bot/metrics.py).
+/webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py); POST
+/alerts/alertmanager takes Alertmanager's webhook (recorded by actions/alert_threads.py, posted by
+bot/alert_poster.py); GET /healthz answers while the process serves; GET /metrics is the bot's own
+(bot/metrics.py).
 Each route parses the request, calls one action and renders JSON; an error a sender can fix gets its
 status and message, anything else a correlation id.
 """
@@ -17,10 +19,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from actions.alertmanager_webhook import MAX_BODY_BYTES as MAX_ALERTS_BYTES
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from bot.metrics import Metrics
@@ -28,6 +32,7 @@ from bot.metrics import Metrics
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+    from actions.alert_threads import AlertThreads
     from actions.promotions import Promotions
     from actions.settings import Settings
     from bot.slack_app import SlackBot
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 
 Answer = tuple[int, dict[str, Any]]
 SLACK_PATH = "/slack/events"
+ALERTS_PATH = "/alerts/alertmanager"
 METRICS_PATH = "/metrics"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
@@ -50,9 +56,13 @@ class BodyRefused(Exception):
 
 
 def make_app(
-    promotions: Promotions, slack: WSGIApplication | None = None, metrics: Metrics | None = None
+    promotions: Promotions,
+    slack: WSGIApplication | None = None,
+    metrics: Metrics | None = None,
+    alerts: AlertThreads | None = None,
 ) -> WSGIApplication:
-    """The router; `slack` is Bolt's WSGI handler, or None when Slack is not configured."""
+    """The router; `slack` is Bolt's WSGI handler, or None when Slack is not configured; `alerts` records
+    Alertmanager's webhook (no route without it)."""
     metrics = metrics or Metrics()
 
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
@@ -71,6 +81,12 @@ def make_app(
         "/healthz": {"GET": healthz},
         "/slack/events": {"POST": slack_not_configured},
     }
+    if alerts is not None:
+
+        def alertmanager_webhook(environ: WSGIEnvironment) -> Answer:
+            return 200, alerts.receive(_body(environ, MAX_ALERTS_BYTES), datetime.now(UTC)).to_dict()
+
+        routes[ALERTS_PATH] = {"POST": alertmanager_webhook}
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if slack is not None and environ.get("PATH_INFO") == SLACK_PATH:
@@ -175,20 +191,23 @@ def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], Non
 
 
 def serve_everything(settings: Settings, host: str, port: int) -> None:
-    """`trainbot serve`: promotions' webhooks always; Slack (and its notice poster) once configured."""
+    """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured."""
     serve(start_everything(settings)[0], host, port)
 
 
 def start_everything(settings: Settings) -> tuple[WSGIApplication, SlackBot | None]:
-    """The WSGI app of every endpoint, with the Slack bot's background threads (notice poster, job watcher)
-    started when Slack is configured; the bot too, for the console."""
+    """The WSGI app of every endpoint, with the Slack bot's background threads (notice and alert posters, job
+    watcher) started when Slack is configured; the bot too, for the console."""
+    from actions.alert_threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
     promotions = promotions_service(settings)
+    alerts = AlertThreads(settings.state_url(), settings.alert_thread_labels)
+    alerts.create_schema()
     metrics = Metrics()
     if not (settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value()):
         log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
-        return make_app(promotions, None, metrics), None
+        return make_app(promotions, None, metrics, alerts), None
     from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
 
     from bot.job_watcher import start_job_watcher  # noqa: PLC0415
@@ -199,4 +218,18 @@ def start_everything(settings: Settings) -> tuple[WSGIApplication, SlackBot | No
     if channel := settings.promotions_channel or settings.alerts_channel:
         start_notice_poster(bot.poster, promotions, channel)
     start_job_watcher(bot.train.jobs(), bot.train.threads())
-    return make_app(promotions, SlackRequestHandler(bot.app), metrics), bot
+    _start_alert_threads(settings, bot, alerts)
+    return make_app(promotions, SlackRequestHandler(bot.app), metrics, alerts), bot
+
+
+def _start_alert_threads(settings: Settings, bot: SlackBot, alerts: AlertThreads) -> None:
+    from bot.alert_poster import AlertPoster, start_alert_poster  # noqa: PLC0415
+
+    if not settings.alerts_channel:
+        log.warning("alerts are recorded but not posted: set TRAINBOT_ALERTS_CHANNEL")
+        return
+    alert_poster = AlertPoster(
+        bot.poster, alerts, settings.alerts_channel, silenceable=bool(settings.alertmanager_url),
+        on_thread_opened=lambda job, namespace, thread: bot.train.diagnoses.into_thread(job, thread),
+    )  # fmt: skip
+    start_alert_poster(alert_poster)

@@ -40,15 +40,20 @@ def slack() -> Iterator[LocalSlack]:
         yield stand_in
 
 
-@pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
+def stand_in_settings(data_dir: Path, slack: LocalSlack) -> Settings:
+    """Settings of a bot that talks to the Slack stand-in."""
     return Settings(
-        data_dir=tmp_path,
+        data_dir=data_dir,
         slack_bot_token="xoxb-test",
         slack_signing_secret=SECRET,
         slack_api_url=slack.api_url,
         local_dashboard_port=free_port(),  # no head answers there
     )
+
+
+@pytest.fixture
+def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
+    return stand_in_settings(tmp_path, slack)
 
 
 def serving_in_thread(app) -> Iterator[str]:
@@ -264,16 +269,22 @@ def test_a_token_slack_refuses_or_an_unreachable_slack_is_one_clear_error(settin
         build_slack_app(closed, promotions)
 
 
-def test_trainbot_serve_answers_slack_from_its_environment(slack, tmp_path):
-    port = free_port()
+def serve_env(slack: LocalSlack, data_dir: Path, **more: str) -> dict[str, str]:
+    """The environment of a `trainbot serve` that answers Slack through the stand-in (`more`: TRAINBOT_*)."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
-    env = {
+    return {
         **clean,
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_SIGNING_SECRET": SECRET,
         "TRAINBOT_SLACK_API_URL": slack.api_url,
-        "TRAINBOT_DATA_DIR": str(tmp_path),
+        "TRAINBOT_DATA_DIR": str(data_dir),
+        **{f"TRAINBOT_{name.upper()}": value for name, value in more.items()},
     }
+
+
+def test_trainbot_serve_answers_slack_from_its_environment(slack, tmp_path):
+    port = free_port()
+    env = serve_env(slack, tmp_path)
     url = f"http://127.0.0.1:{port}"
     with serving([str(TRAINBOT), "serve", "--port", str(port)], tmp_path / "serve.log", f"{url}/healthz", env):
         reply = command(f"{url}/slack/events", slack, "/model", "help")
