@@ -42,12 +42,20 @@ def slack() -> Iterator[LocalSlack]:
 
 @pytest.fixture
 def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
+    return slack_settings(tmp_path, slack)
+
+
+def slack_settings(tmp_path: Path, slack: LocalSlack, **overrides: object) -> Settings:
+    """Settings of a bot that talks to `slack` and keeps its state in `tmp_path`."""
     return Settings(
-        data_dir=tmp_path,
-        slack_bot_token="xoxb-test",
-        slack_signing_secret=SECRET,
-        slack_api_url=slack.api_url,
-        local_dashboard_port=free_port(),  # no head answers there
+        **{
+            "data_dir": tmp_path,
+            "slack_bot_token": "xoxb-test",
+            "slack_signing_secret": SECRET,
+            "slack_api_url": slack.api_url,
+            "local_dashboard_port": free_port(),  # no head answers there
+            **overrides,
+        }
     )
 
 
