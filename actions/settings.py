@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr = Field(
         default=SecretStr(""), validation_alias=AliasChoices("SLACK_SIGNING_SECRET", "slack_signing_secret")
     )
+    # The app-level token (xapp-, scope connections:write) that `trainbot serve --socket-mode` opens its
+    # WebSocket with; Socket Mode needs no signing secret.
+    slack_app_token: SecretStr = Field(
+        default=SecretStr(""), validation_alias=AliasChoices("SLACK_APP_TOKEN", "slack_app_token")
+    )
     # The Web API base URL: Slack's own, or a proxy (or a test's stand-in).
     slack_api_url: str = "https://slack.com/api/"
     # Where alert threads go, and (unless TRAINBOT_PROMOTIONS_CHANNEL names another) registry notices.

@@ -76,7 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        serve_everything(settings, args.host, args.port)
+        serve_everything(settings, args.host, args.port, socket_mode=args.socket_mode)
     except OSError as error:
         raise UserError(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
     return 0
@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (Slack, MLflow webhooks, /healthz)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    serve.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="take Slack over Socket Mode (SLACK_BOT_TOKEN and SLACK_APP_TOKEN, no public URL); HTTP serves the rest",
+    )
     serve.set_defaults(handler=_serve)
     console = commands.add_parser("console", help="Slack in this terminal: the bot on embedded defaults")
     console.add_argument("--as", dest="user", default=_console_user(), help="who is typing (default: you)")

@@ -1,5 +1,7 @@
 """Slack on one machine, for the console and the tests: the Web API the bot calls (recorded, answered as
-Slack documents it), the response_url of slash commands, and requests to the bot signed as Slack signs them."""
+Slack documents it), the response_url of slash commands, and requests to the bot signed as Slack signs them;
+with `socket_mode=True`, also Socket Mode's WebSocket (bot/local_socket_mode.py), which apps.connections.open
+opens for the app-level token."""
 
 from __future__ import annotations
 
@@ -12,17 +14,22 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from bot.web import in_thread
 
+if TYPE_CHECKING:
+    from bot.local_socket_mode import LocalSocketMode
+
 WAIT_S = 15.0
 BOT_USER = "UTRAINBOT"
+# The app-level token apps.connections.open takes (as its bearer), and no other.
+APP_TOKEN = "xapp-1-A0TRAINBOT-1-local"
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,16 @@ class LocalSlack:
         self._file_ids = itertools.count(1)
         # Called with each call as it is recorded (the console prints what the bot posts).
         self.listeners: list[Callable[[Call], None]] = []
+        self.app_token = APP_TOKEN
+        # Socket Mode's side of Slack, when local_slack(socket_mode=True) serves it.
+        self.socket_mode: LocalSocketMode | None = None
 
     def response_url(self) -> str:
         return f"{self.url}/response/{next(self._ts)}"
 
-    def record(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = self._answer(method, params)
+    def record(self, method: str, params: dict[str, Any], token: str = "") -> dict[str, Any]:
+        """Answer a call (`token`: the Authorization header's bearer) and keep it."""
+        answer = self._answer(method, params, token)
         call = Call(method, params, answer, time.monotonic())
         with self._changed:
             self.calls.append(call)
@@ -78,9 +89,11 @@ class LocalSlack:
                 raise AssertionError(f"{count} {method} call(s) expected within {timeout_s} s; got {self.calls}")
             return found()
 
-    def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
         if method in self.refusing:
             return {"ok": False, "error": self.refusing[method]}
+        if method == "apps.connections.open":
+            return self._connections_open(token)
         ts = f"{time.time():.6f}"
         answers: dict[str, dict[str, Any]] = {
             "auth.test": {
@@ -106,6 +119,16 @@ class LocalSlack:
     def file_bytes(self, file_id: str) -> bytes:
         """What was uploaded for `file_id` (nothing yet: empty)."""
         return self._file_bytes.get(file_id, b"")
+
+    def _connections_open(self, token: str) -> dict[str, Any]:
+        """A WebSocket URL for the app-level token, sent as the bearer; a bot token is the wrong type."""
+        if not token:
+            return {"ok": False, "error": "not_authed"}
+        if token.startswith("xox"):
+            return {"ok": False, "error": "not_allowed_token_type"}
+        if token != self.app_token or self.socket_mode is None:
+            return {"ok": False, "error": "invalid_auth"}
+        return {"ok": True, "url": self.socket_mode.link()}
 
     def upload(self, file_id: str, content: bytes) -> None:
         """The bytes of a file, POSTed to the URL files.getUploadURLExternal gave out."""
@@ -148,7 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.slack.rate_limits.get(method):
                 self._rate_limited(method, self.server.slack.rate_limits[method].pop(0))
                 return
-            answer = self.server.slack.record(method, params)
+            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            answer = self.server.slack.record(method, params, bearer)
         self._reply(json.dumps(answer).encode(), "application/json")
 
     def _reply(self, data: bytes, content_type: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
@@ -189,10 +213,14 @@ def _form(body: str) -> dict[str, Any]:
 
 
 @contextmanager
-def local_slack() -> Iterator[LocalSlack]:
+def local_slack(socket_mode: bool = False) -> Iterator[LocalSlack]:
     server = _Server(("127.0.0.1", 0), _Handler)
-    with in_thread(server) as url:
+    with in_thread(server) as url, ExitStack() as stack:
         server.slack = LocalSlack(url)
+        if socket_mode:
+            from bot.local_socket_mode import local_socket_mode  # noqa: PLC0415 - aiohttp loads only for it
+
+            server.slack.socket_mode = stack.enter_context(local_socket_mode())
         yield server.slack
 
 
@@ -210,43 +238,58 @@ def signed_headers(secret: str, body: str, timestamp: int | None = None) -> dict
 def slash_command_body(
     slack: LocalSlack, command: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
 ) -> str:
-    """A slash-command payload with the fields Slack documents for it."""
-    return urllib.parse.urlencode(
-        {
-            "token": "deprecated-verification-token",
-            "team_id": "T0ML",
-            "team_domain": "ml",
-            "channel_id": channel,
-            "channel_name": "ml-training",
-            "user_id": user,
-            "user_name": user.lower(),
-            "command": command,
-            "text": text,
-            "api_app_id": "A0TRAINBOT",
-            "is_enterprise_install": "false",
-            "response_url": slack.response_url(),
-            "trigger_id": "13345224609.738474920.8088930838d88f008e0",
-        }
-    )
+    """A slash-command payload with the fields Slack documents for it, form-encoded as Slack POSTs it."""
+    return urllib.parse.urlencode(slash_command_fields(slack, command, text, user, channel))
+
+
+def slash_command_fields(
+    slack: LocalSlack, command: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
+) -> dict[str, str]:
+    """The fields of a slash command, as Slack POSTs them or sends them as a Socket Mode envelope's payload."""
+    return {
+        "token": "deprecated-verification-token",
+        "team_id": "T0ML",
+        "team_domain": "ml",
+        "channel_id": channel,
+        "channel_name": "ml-training",
+        "user_id": user,
+        "user_name": user.lower(),
+        "command": command,
+        "text": text,
+        "api_app_id": "A0TRAINBOT",
+        "is_enterprise_install": "false",
+        "response_url": slack.response_url(),
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+    }
 
 
 def post_signed(url: str, secret: str, body: str) -> requests.Response:
     return requests.post(url, data=body.encode(), headers=signed_headers(secret, body), timeout=10)
 
 
-def _interaction(payload: dict[str, Any]) -> str:
+def interaction_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` with what every interaction carries."""
     base = {
         "api_app_id": "A0TRAINBOT",
         "token": "deprecated-verification-token",
         "team": {"id": "T0ML", "domain": "ml"},
     }
-    return urllib.parse.urlencode({"payload": json.dumps({**base, **payload})})
+    return {**base, **payload}
+
+
+def _interaction(payload: dict[str, Any]) -> str:
+    return urllib.parse.urlencode({"payload": json.dumps(interaction_payload(payload))})
 
 
 def button_click_body(slack: LocalSlack, action_id: str, value: str, user: str, posted: Call) -> str:
     """A block_actions payload: `user` clicked the button `action_id` on the message `posted`."""
+    return _interaction(button_click_payload(slack, action_id, value, user, posted))
+
+
+def button_click_payload(slack: LocalSlack, action_id: str, value: str, user: str, posted: Call) -> dict[str, Any]:
+    """The same click as a Socket Mode envelope's payload."""
     channel, ts = posted.answer["channel"], posted.answer["ts"]
-    return _interaction(
+    return interaction_payload(
         {
             "type": "block_actions",
             "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0ML"},

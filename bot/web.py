@@ -1,6 +1,7 @@
 """`trainbot serve`: trainbot's HTTP endpoints, one WSGI app.
 
-POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is configured; POST
+POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is configured (with
+--socket-mode Slack comes over a WebSocket the bot opens instead, bot/socket_mode.py, and that route says so); POST
 /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py); POST
 /alerts/alertmanager takes Alertmanager's webhook (recorded by actions/alert_threads.py, posted by
 bot/alert_poster.py); GET /healthz answers while the process serves; GET /metrics is the bot's own
@@ -42,6 +43,15 @@ log = logging.getLogger(__name__)
 Answer = tuple[int, dict[str, Any]]
 SLACK_PATH = "/slack/events"
 ALERTS_PATH = "/alerts/alertmanager"
+# What /slack/events answers when no Bolt handler serves it.
+SLACK_NOT_CONFIGURED: Answer = (
+    503,
+    {"error": "Slack is not configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN"},
+)
+SLACK_OVER_SOCKET_MODE: Answer = (
+    404,
+    {"error": "this trainbot takes Slack over Socket Mode (trainbot serve --socket-mode), not at /slack/events"},
+)
 METRICS_PATH = "/metrics"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
@@ -60,9 +70,10 @@ def make_app(
     slack: WSGIApplication | None = None,
     metrics: Metrics | None = None,
     alerts: AlertThreads | None = None,
+    slack_off: Answer = SLACK_NOT_CONFIGURED,
 ) -> WSGIApplication:
-    """The router; `slack` is Bolt's WSGI handler, or None when Slack is not configured; `alerts` records
-    Alertmanager's webhook (no route without it)."""
+    """The router; `slack` is Bolt's WSGI handler, or None when Slack does not come over HTTP (then
+    /slack/events answers `slack_off`); `alerts` records Alertmanager's webhook (no route without it)."""
     metrics = metrics or Metrics()
 
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
@@ -73,13 +84,13 @@ def make_app(
     def healthz(environ: WSGIEnvironment) -> Answer:
         return 200, {"ok": True}
 
-    def slack_not_configured(environ: WSGIEnvironment) -> Answer:
-        return 503, {"error": "Slack is not configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN"}
+    def slack_elsewhere(environ: WSGIEnvironment) -> Answer:
+        return slack_off
 
     routes: dict[str, dict[str, Callable[[WSGIEnvironment], Answer]]] = {
         "/webhooks/mlflow": {"POST": mlflow_webhook},
         "/healthz": {"GET": healthz},
-        "/slack/events": {"POST": slack_not_configured},
+        "/slack/events": {"POST": slack_elsewhere},
     }
     if alerts is not None:
 
@@ -120,7 +131,7 @@ def make_app(
         body = app(environ, recording)
         route = path if path in routes or path == METRICS_PATH else "other"
         metrics.requests.labels(route=route, status=statuses[-1] if statuses else "none").inc()
-        if path == SLACK_PATH:
+        if path == SLACK_PATH and slack is not None:
             metrics.ack_seconds.observe(time.perf_counter() - started)
         return body
 
@@ -190,27 +201,44 @@ def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], Non
         server.serve_forever()
 
 
-def serve_everything(settings: Settings, host: str, port: int) -> None:
-    """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured."""
-    serve(start_everything(settings)[0], host, port)
+def serve_everything(settings: Settings, host: str, port: int, socket_mode: bool = False) -> None:
+    """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured,
+    over HTTP or, with `socket_mode`, over Socket Mode."""
+    serve(start_everything(settings, socket_mode)[0], host, port)
 
 
-def start_everything(settings: Settings) -> tuple[WSGIApplication, SlackBot | None]:
-    """The WSGI app of every endpoint, with the Slack bot's background threads (notice and alert posters, job
-    watcher) started when Slack is configured; the bot too, for the console."""
+def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSGIApplication, SlackBot | None]:
+    """The WSGI app of every endpoint, with the Slack bot and its background threads started when Slack is
+    configured; the bot too, for the console."""
     from actions.alert_threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
+    if socket_mode:
+        from bot.socket_mode import check_socket_mode_settings  # noqa: PLC0415
+
+        check_socket_mode_settings(settings)
     promotions = promotions_service(settings)
     alerts = AlertThreads(settings.state_url(), settings.alert_thread_labels)
     alerts.create_schema()
     metrics = Metrics()
+    if socket_mode:
+        from bot.socket_mode import connect_socket_mode  # noqa: PLC0415
+
+        bot = start_slack(settings, promotions, metrics, alerts)
+        connect_socket_mode(settings, bot, metrics)
+        return make_app(promotions, None, metrics, alerts, SLACK_OVER_SOCKET_MODE), bot
     if not (settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value()):
-        log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
+        log.warning("Slack is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (--socket-mode: SLACK_APP_TOKEN too)")
         return make_app(promotions, None, metrics, alerts), None
     from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
 
-    from bot.job_watcher import start_job_watcher  # noqa: PLC0415
+    bot = start_slack(settings, promotions, metrics, alerts)
+    return make_app(promotions, SlackRequestHandler(bot.app), metrics, alerts), bot
+
+
+def start_slack(settings: Settings, promotions: Promotions, metrics: Metrics, alerts: AlertThreads) -> SlackBot:
+    """The Bolt app, with its notice poster, job watcher and alert poster started."""
+    from bot.job_watcher import start_job_watcher  # noqa: PLC0415 - Bolt loads only for Slack
     from bot.slack_app import build_slack_app  # noqa: PLC0415
     from bot.slack_notices import start_notice_poster  # noqa: PLC0415
 
@@ -219,7 +247,7 @@ def start_everything(settings: Settings) -> tuple[WSGIApplication, SlackBot | No
         start_notice_poster(bot.poster, promotions, channel)
     start_job_watcher(bot.train.jobs(), bot.train.threads())
     _start_alert_threads(settings, bot, alerts)
-    return make_app(promotions, SlackRequestHandler(bot.app), metrics, alerts), bot
+    return bot
 
 
 def _start_alert_threads(settings: Settings, bot: SlackBot, alerts: AlertThreads) -> None:

@@ -29,7 +29,7 @@ from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 from bot.web import in_thread, make_app
 from tests.alertmanager import alert, notification
 from tests.processes import free_port
-from tests.unit.test_slack_commands import SECRET, stand_in_settings, texts
+from tests.unit.test_slack_commands import SECRET, slack_settings, texts
 
 CHANNEL = "C0ALERTS"
 T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -46,7 +46,7 @@ def slack() -> Iterator[LocalSlack]:
 
 @pytest.fixture
 def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    return stand_in_settings(tmp_path, slack)
+    return slack_settings(tmp_path, slack)
 
 
 @pytest.fixture

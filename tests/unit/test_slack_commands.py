@@ -40,20 +40,23 @@ def slack() -> Iterator[LocalSlack]:
         yield stand_in
 
 
-def stand_in_settings(data_dir: Path, slack: LocalSlack) -> Settings:
-    """Settings of a bot that talks to the Slack stand-in."""
-    return Settings(
-        data_dir=data_dir,
-        slack_bot_token="xoxb-test",
-        slack_signing_secret=SECRET,
-        slack_api_url=slack.api_url,
-        local_dashboard_port=free_port(),  # no head answers there
-    )
-
-
 @pytest.fixture
 def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    return stand_in_settings(tmp_path, slack)
+    return slack_settings(tmp_path, slack)
+
+
+def slack_settings(tmp_path: Path, slack: LocalSlack, **overrides: object) -> Settings:
+    """Settings of a bot that talks to `slack` and keeps its state in `tmp_path`."""
+    return Settings(
+        **{
+            "data_dir": tmp_path,
+            "slack_bot_token": "xoxb-test",
+            "slack_signing_secret": SECRET,
+            "slack_api_url": slack.api_url,
+            "local_dashboard_port": free_port(),  # no head answers there
+            **overrides,
+        }
+    )
 
 
 def serving_in_thread(app) -> Iterator[str]:
