@@ -16,11 +16,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Until the console lands, the main job is diagnosing the example bundles.
+# The console: Slack in this terminal, against the real bot on embedded defaults (local Ray, sqlite MLflow).
 run: install
-	@for bundle in examples/bundles/*/; do \
-		echo "== $$bundle"; $(VENV)/bin/trainbot diagnose "$$bundle" || exit $$?; echo; \
-	done
+	$(VENV)/bin/trainbot console
 
 # Debian's Prometheus and promtool for the live-collection tests, and its Alertmanager for the alert-thread
 # tests; without apt and root they skip, saying why.
