@@ -79,3 +79,21 @@ def test_replies_and_edits_find_the_parent_by_key_across_posters(slack, posts):
     assert reply.params["thread_ts"] == parent.ts
     [edit] = slack.wait_for("chat.update")
     assert (edit.params["channel"], edit.params["ts"], edit.params["text"]) == ("C0ML", parent.ts, "job b: SUCCEEDED")
+
+
+def test_a_state_is_shown_once_however_many_watchers_see_it(posts):
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    with ThreadPoolExecutor(8) as pool:
+        told = list(pool.map(lambda _: posts.show("job:a", "RUNNING"), range(16)))
+    assert told.count(True) == 1
+    assert posts.show("job:a", "RUNNING") is False
+    assert posts.show("job:a", "SUCCEEDED") is True  # a change is told again
+
+
+def test_threads_not_at_an_end_are_found_by_prefix_and_a_like_pattern_in_a_key_is_literal(posts):
+    for key, state in (("job:a", "RUNNING"), ("job:b", "SUCCEEDED"), ("job:c", "PENDING"), ("jobs:x", "RUNNING")):
+        posts.show(key, state)
+    ended = ("SUCCEEDED", "FAILED", "STOPPED")
+    assert sorted(posts.showing_other_than("job:", ended)) == ["job:a", "job:c"]
+    assert posts.showing_other_than("job%", ended) == []
