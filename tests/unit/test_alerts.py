@@ -26,7 +26,7 @@ from bot.alert_poster import AlertPoster, start_alert_poster
 from bot.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
 from bot.slack_app import build_slack_app
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
-from bot.web import in_thread, make_app
+from bot.web import in_thread, make_app, serving_locally, start_everything
 from tests.alertmanager import alert, notification
 from tests.processes import free_port
 from tests.unit.test_slack_commands import SECRET, slack_settings, texts
@@ -441,3 +441,22 @@ def test_an_alert_storm_is_recorded_in_full_and_reaches_slack_paced_and_summed_u
     assert len(opened) + sum(int(jobs) for _, jobs in counted) == 100
     replies = [re.match(r".*: (\d+) new,", call.params["text"]) for call in sent if "thread_ts" in call.params]
     assert sum(int(reply.group(1)) for reply in replies) + sum(int(alerts) for alerts, _ in counted) == 500
+
+
+def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_diagnosis(slack, tmp_path):
+    """start_everything wires the alert poster to the bot's diagnoses: a job no backend here runs gets a line
+    saying so in its thread, not silence."""
+    settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL)
+    app, bot = start_everything(settings)
+    assert bot is not None
+    with serving_locally(app) as url:
+        deliver(f"{url}/alerts/alertmanager", notification([alert(GPU_HOT, T0)]))
+        parent = slack.wait_for("chat.postMessage")[0]
+        assert parent.params["channel"] == CHANNEL and "GPUHot" in parent.params["text"]
+        deadline = time.monotonic() + 30
+        while not (said := [c for c in posted(slack) if c.params.get("text", "").startswith("No diagnosis of llm-ft")]):
+            assert time.monotonic() < deadline, [call.params.get("text") for call in posted(slack)]
+            time.sleep(0.2)
+    [reply] = said
+    assert reply.params["thread_ts"] == parent.answer["ts"]
+    assert "no local Ray head answers" in reply.params["text"]
