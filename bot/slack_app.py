@@ -96,11 +96,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     jobs = _shared_jobs(settings)
     attempt = functools.partial(_attempt, on_incident=lambda: metrics.incident("slack"))
     diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
-    threads = functools.cache(
-        lambda: JobThreads(
-            poster, jobs(), settings, on_failure=lambda job, thread: diagnoses.into_thread(job.name, thread)
-        )
-    )
+    threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
     train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
     app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, train), attempt)])
     app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk, authorize), attempt)])
