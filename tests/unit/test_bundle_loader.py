@@ -118,7 +118,12 @@ def test_a_tar_gz_bundle_with_a_top_folder_reads_like_the_folder(bundle, tmp_pat
     assert diagnose(load_bundle(archive)).findings[0].evidence[0].source == "logs/rank-1.log"
 
 
-def test_an_archive_never_writes_to_disk_even_with_hostile_member_names(tmp_path):
+def test_an_archive_never_writes_to_disk_even_with_hostile_member_names(tmp_path, monkeypatch):
+    # Read from a folder of its own, two levels down, so "../../" would land inside tmp_path: other tests'
+    # files elsewhere in the temp root come and go (sqlite's -wal files) and are not this test's business.
+    here = tmp_path / "work" / "here"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
     archive = tmp_path / "evil.tar.gz"
     payload = TIMEOUT_LINE.encode()
     with tarfile.open(archive, "w:gz") as tar:
@@ -128,9 +133,10 @@ def test_an_archive_never_writes_to_disk_even_with_hostile_member_names(tmp_path
             tar.addfile(info, io.BytesIO(payload))
         write(tmp_path / "logs" / "x.log", TIMEOUT_LINE)
         tar.add(tmp_path / "logs" / "x.log", arcname="logs/x.log")
-    before = set(tmp_path.parent.rglob("*"))
+    before = set(tmp_path.rglob("*"))
     assert NCCL_TIMEOUT in ids(archive)
-    assert set(tmp_path.parent.rglob("*")) == before
+    assert set(tmp_path.rglob("*")) == before
+    assert not Path("/abs/logs/a.log").exists()
 
 
 def test_symlinks_out_of_the_bundle_are_not_followed(bundle, tmp_path):
