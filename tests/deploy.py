@@ -25,8 +25,6 @@ RULE_TESTS = DEPLOY / "prometheus" / "trainbot-rules.test.yaml"
 RECEIVER = DEPLOY / "alertmanager" / "trainbot-receiver.yaml"
 SLACK_MANIFEST = DEPLOY / "slack-app-manifest.yaml"
 PLAYBOOKS = REPO / "playbooks"
-# prometheus-operator's PrometheusRule CRD (descriptions stripped), which the PrometheusRule is validated against.
-PROMETHEUS_RULE_CRD = REPO / "tests" / "crds" / "monitoring.coreos.com_prometheusrules.yaml"
 # What the PrometheusRule says where the overlay's TRAINBOT_RUNBOOK_BASE_URL goes (components/runbook-urls).
 RUNBOOK_PLACEHOLDER = "RUNBOOK_BASE_URL"
 TOOL_TIMEOUT_S = 60

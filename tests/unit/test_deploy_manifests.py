@@ -23,7 +23,6 @@ from tests.deploy import (
     KUSTOMIZE,
     OVERLAYS,
     PLAYBOOKS,
-    PROMETHEUS_RULE_CRD,
     ROLE,
     RUNBOOK_PLACEHOLDER,
     alerting_rules,
@@ -36,7 +35,11 @@ from tests.kube_standin import ServedStandin
 from tests.unit.test_collect_kubernetes import a_failed_job, collected
 
 KUBERNETES_VERSION = "1.30.0"
-CRDS = {"monitoring.coreos.com": PROMETHEUS_RULE_CRD, "ray.io": KUBERAY_DIR / "crds"}
+CRDS = {"ray.io": KUBERAY_DIR / "crds"}
+# The fields of prometheus-operator's PrometheusRule (monitoring.coreos.com/v1) that a rule file may use;
+# promtool checks the groups themselves (tests/unit/test_deploy_alert_rules.py).
+RULE_GROUP_KEYS = {"name", "interval", "rules", "limit", "partial_response_strategy", "labels", "query_offset"}
+RULE_KEYS = {"alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"}
 BASE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Service", "PersistentVolumeClaim", "Deployment"}
 EXPECTED_KINDS = {"dev": BASE_KINDS | {"PrometheusRule"}, "prod": BASE_KINDS | {"PrometheusRule", "Ingress"}}
 # Read by the MLflow client library itself (basic auth to a tracking server), not by trainbot's settings.
@@ -121,7 +124,12 @@ def test_every_object_is_valid_for_kubernetes_1_30_or_its_crd(objects):
     for obj in objects:
         group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
         where = f"{obj['kind']}/{obj['metadata']['name']}"
-        if group in CRDS:
+        if obj["kind"] == "PrometheusRule":
+            assert obj["apiVersion"] == "monitoring.coreos.com/v1" and set(obj["spec"]) == {"groups"}, where
+            for rules in obj["spec"]["groups"]:
+                assert set(rules) <= RULE_GROUP_KEYS, where
+                assert all(set(rule) <= RULE_KEYS for rule in rules["rules"]), where
+        elif group in CRDS:
             crd = CRDS[group]
             if crd.is_dir():  # KubeRay's, from the shared checkout
                 crd = crd / f"{group}_{obj['kind'].lower()}s.yaml"
