@@ -7,10 +7,14 @@ in the templates, so it shows as written and pings nobody.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bot.blocks import Message, render, render_whole
 from bot.runbook_text import runbook_text
-from diagnosers.engine import Diagnosis
-from diagnosers.findings import Finding
+
+if TYPE_CHECKING:
+    from diagnosers.engine import Diagnosis
+    from diagnosers.findings import Finding
 
 EVIDENCE_ACTION = "diagnosis_evidence"
 # The message answers "what is wrong and what do I do": the few strongest findings, each with a couple of

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
-from diagnosers.engine import Diagnosis
+if TYPE_CHECKING:
+    from diagnosers.engine import Diagnosis
 
 WIDTH = 100
 QUOTE_CHARS = 240

@@ -17,18 +17,16 @@ from slack_sdk import WebClient
 from actions.bundle_shelf import BundleShelf
 from actions.slack_posts import Post
 from bot.blocks import mrkdwn
-from bot.charts import diagnosis_chart
 from bot.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_messages
-from bot.report import render_text
-from diagnosers.engine import Diagnosis, diagnose_path
 
 if TYPE_CHECKING:
     from actions.settings import Settings
     from bot.slack_app import Attempt
     from bot.slack_poster import SlackPoster
+    from diagnosers.engine import Diagnosis
 
 # The diagnosis kept under an evidence key, or None when it is gone.
-Load = Callable[[str], Diagnosis | None]
+Load = Callable[[str], "Diagnosis | None"]
 GONE = "The evidence behind this diagnosis is no longer kept; diagnose the job again to see it."
 
 
@@ -47,6 +45,8 @@ def post_diagnosis(
     message = diagnosis_message(diagnosis, job=job, runbook_base_url=runbook_base_url, evidence_key=evidence_key)
     posted = poster.post(channel, message, thread=thread)
     under = thread or posted
+    from bot.charts import diagnosis_chart  # noqa: PLC0415 - the diagnosers load on the first diagnosis, not at start
+
     chart = diagnosis_chart(bundle)
     if chart is not None:
         poster.upload(channel, chart, filename=f"{job}-diagnosis.png", title=f"Diagnosis of {job}", thread=under)
@@ -61,6 +61,8 @@ def post_evidence(poster: SlackPoster, thread: Post, diagnosis: Diagnosis, name:
     if message is not None:
         poster.post(thread.channel, message, thread=thread)
         return
+    from bot.report import render_text  # noqa: PLC0415
+
     text = render_text(diagnosis, quote_chars=None)
     poster.upload(thread.channel, text, filename=f"{name}-evidence.txt", title="Evidence", thread=thread)
 
@@ -70,6 +72,8 @@ def kept_diagnoses(settings: Settings) -> Load:
     shelf = BundleShelf.of(settings)
 
     def load(key: str) -> Diagnosis | None:
+        from diagnosers.engine import diagnose_path  # noqa: PLC0415
+
         folder = shelf.find(key)
         return None if folder is None else diagnose_path(folder)
 
