@@ -127,11 +127,9 @@ class ThreadId:
 
 
 @dataclass(frozen=True)
-class AlertThread:
-    key: str
-    job: str
-    namespace: str
-    matchers: dict[str, str]
+class AlertThread(ThreadId):
+    """A thread as recorded: which alerts it is for, and where they stand."""
+
     status: str
     alertnames: tuple[str, ...]
     firing: int  # alerts firing now

@@ -15,7 +15,7 @@ from actions.jobs import JobState
 from actions.promotions import Promotions
 from actions.settings import Settings
 from bot.job_watcher import start_job_watcher
-from bot.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
+from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.slack_app import SlackBot, build_slack_app
 from bot.web import make_app
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
@@ -25,12 +25,6 @@ pytestmark = pytest.mark.integration
 ALICE, BOB = "U01ALICE", "U02B"
 CHANNEL = "C0ML"
 JOB_S = 240.0
-
-
-@pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as served:
-        yield served
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.slack_posts import Post, SlackPosts
 from bot.alert_poster import AlertPoster, start_alert_poster
-from bot.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
+from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.slack_app import build_slack_app
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 from bot.web import in_thread, make_app, serving_locally, start_everything
@@ -36,12 +36,6 @@ T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 GPU_HOT = {"alertname": "GPUHot", "namespace": "ml", "rayjob": "llm-ft", "job": "dcgm-exporter", "pod": "llm-ft-w-1"}
 NCCL_STALL = {"alertname": "NCCLStall", "namespace": "ml", "rayjob": "llm-ft", "job": "ray"}
 THREAD = "ml/rayjob=llm-ft"
-
-
-@pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as stand_in:
-        yield stand_in
 
 
 @pytest.fixture

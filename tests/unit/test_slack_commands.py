@@ -23,7 +23,7 @@ from actions.promotion_store import PromotionStore
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.store import Store
-from bot.local_slack import LocalSlack, local_slack, post_signed, signed_headers, slash_command_body
+from bot.local_slack import LocalSlack, post_signed, signed_headers, slash_command_body
 from bot.metrics import Metrics
 from bot.slack_app import build_slack_app
 from bot.web import in_thread, make_app
@@ -32,12 +32,6 @@ from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_store import launched
 
 SECRET = "signing-secret-of-the-test-app"
-
-
-@pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as stand_in:
-        yield stand_in
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from tests.unit.test_slack_commands import SECRET, serving_in_thread, texts
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
 
-# The local Slack, and settings that point the bot at it: the slash commands' fixtures.
-slack, settings = test_slack_commands.slack, test_slack_commands.settings
+# Settings that point the bot at the local Slack (tests/conftest.py): the slash commands' fixture.
+settings = test_slack_commands.settings
 
 
 @pytest.fixture

@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from actions.slack_posts import SlackPosts
 from bot.blocks import notice
-from bot.local_slack import LocalSlack, local_slack
+from bot.local_slack import LocalSlack
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
-
-
-@pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as served:
-        yield served
 
 
 @pytest.fixture
