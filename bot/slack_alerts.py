@@ -4,11 +4,10 @@ told only to the person who clicked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import Ack, App
+from slack_bolt import App, Respond
 from slack_sdk import WebClient
 
 from actions.alert_silences import silence_thread
@@ -19,6 +18,7 @@ from bot.blocks import mrkdwn
 
 if TYPE_CHECKING:
     from actions.settings import Settings
+    from bot.acked_work import AckedWork, Work
     from bot.slack_app import Attempt
     from bot.slack_poster import SlackPoster
 
@@ -26,20 +26,16 @@ SILENCE_ACTION = "alert_silence"
 SILENCE_FOR = timedelta(hours=2)
 
 
-def register_alert_actions(app: App, settings: Settings, poster: SlackPoster, attempt: Attempt) -> None:
+def register_alert_actions(
+    app: App, work: AckedWork, settings: Settings, poster: SlackPoster, attempt: Attempt
+) -> None:
     threads = AlertThreads(settings.state_url(), settings.alert_thread_labels)
     threads.create_schema()
-    app.action(SILENCE_ACTION)(ack=_ack, lazy=[_silence_clicked(threads, settings.alertmanager_url, poster, attempt)])
+    app.action(SILENCE_ACTION)(work.listener(_silence_clicked(threads, settings.alertmanager_url, poster, attempt)))
 
 
-def _ack(ack: Ack) -> None:
-    ack()
-
-
-def _silence_clicked(
-    threads: AlertThreads, alertmanager_url: str, poster: SlackPoster, attempt: Attempt
-) -> Callable[..., None]:
-    def silence(body: dict[str, Any], client: WebClient) -> None:
+def _silence_clicked(threads: AlertThreads, alertmanager_url: str, poster: SlackPoster, attempt: Attempt) -> Work:
+    def silence(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
         user, key, channel = body["user"]["id"], body["actions"][0]["value"], body["channel"]["id"]
 
         def work() -> None:

@@ -13,7 +13,6 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from slack_sdk import WebClient
 from actions.errors import ActionError, Unavailable
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
+from bot.acked_work import AckedWork, Work
 from bot.authorization import Authorization
 from bot.blocks import Message, mrkdwn, render
 from bot.job_diagnoses import JobDiagnoses
@@ -64,19 +64,17 @@ class SlackBot:
 
 def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
     metrics = metrics or Metrics()
-    pool = ThreadPoolExecutor(settings.slack_workers, thread_name_prefix="slack-listener")
-    metrics.watch_queue(pool)
+    work = AckedWork(settings.slack_workers)
+    metrics.watch_queue(work.pool)
     token = settings.slack_bot_token.get_secret_value()
     try:
         # Bolt checks the token with auth.test here.
         app = App(
             client=paced_client(token, settings.slack_api_url),
             signing_secret=settings.slack_signing_secret.get_secret_value(),
-            # Ack listeners run in the request's own thread (otherwise Bolt queues them on the pool behind
-            # the lazy work and polls for the ack every 10 ms); the lazy listeners run on this bounded
-            # pool, so a burst queues rather than piling up threads.
+            # Listeners run in the request's own thread and ack at once (otherwise Bolt queues them on a pool
+            # and polls for the ack every 10 ms); the work behind the ack goes to `work`'s pool.
             process_before_response=True,
-            listener_executor=pool,
         )
     except (BoltError, OSError) as error:
         raise Unavailable(
@@ -98,15 +96,15 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
     train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
-    app.command("/train")(ack=_ack, lazy=[_answering(lambda slash: answer_train(slash, train), attempt)])
-    app.command("/model")(ack=_ack, lazy=[_answering(lambda slash: answer_model(slash, desk, authorize), attempt)])
-    app.action("promotion_approve")(ack=_ack, lazy=[_approve_clicked(desk, attempt)])
+    app.command("/train")(work.listener(_answering(lambda slash: answer_train(slash, train), attempt)))
+    app.command("/model")(work.listener(_answering(lambda slash: answer_model(slash, desk, authorize), attempt)))
+    app.action("promotion_approve")(work.listener(_approve_clicked(desk, attempt)))
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
-    app.view(REJECT_REASON)(ack=_reason_given, lazy=[_reject_submitted(desk, attempt)])
-    app.action(re.compile(f"^{OFFER_ACTION}"))(ack=_ack, lazy=[_offer_taken(desk, attempt)])
-    app.action(DIAGNOSE_ACTION)(ack=_ack, lazy=[_diagnose_clicked(diagnoses, authorize, attempt)])
-    register_diagnosis_actions(app, poster, kept_diagnoses(settings), attempt)
-    register_alert_actions(app, settings, poster, attempt)
+    app.view(REJECT_REASON)(work.listener(_reject_submitted(desk, attempt), refusal=_reason_missing))
+    app.action(re.compile(f"^{OFFER_ACTION}"))(work.listener(_offer_taken(desk, attempt)))
+    app.action(DIAGNOSE_ACTION)(work.listener(_diagnose_clicked(diagnoses, authorize, attempt)))
+    register_diagnosis_actions(app, work, poster, kept_diagnoses(settings), attempt)
+    register_alert_actions(app, work, settings, poster, attempt)
     return SlackBot(app, poster, train)
 
 
@@ -122,14 +120,13 @@ def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:
     return jobs
 
 
-def _ack(ack: Ack) -> None:
-    ack()
+def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Work:
+    """The work behind a slash command's ack: answer it ephemerally, whatever happens."""
 
+    def reply(command: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+        # Slack gives every slash command a response_url.
+        respond = respond or Respond(response_url=command["response_url"])
 
-def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Callable[..., None]:
-    """A lazy listener that answers a slash command ephemerally, whatever happens."""
-
-    def reply(command: dict[str, Any], respond: Respond) -> None:
         def say(message: Message) -> None:
             respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
 
@@ -139,8 +136,8 @@ def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Callable
     return reply
 
 
-def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
-    def approve(body: dict[str, Any], client: WebClient) -> None:
+def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Work:
+    def approve(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
         user, request_id = body["user"]["id"], body["actions"][0]["value"]
         attempt(
             lambda: desk.refresh(desk.promotions.approve(desk.actor(user), request_id)),
@@ -151,10 +148,10 @@ def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., Non
     return approve
 
 
-def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
+def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Work:
     """A "Request <target>" button under a new version: the clicker asks, as with /model promote."""
 
-    def request(body: dict[str, Any], client: WebClient) -> None:
+    def request(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
         user, channel = body["user"]["id"], body["channel"]["id"]
         model, version, target = offer_of(body["actions"][0]["value"])
         attempt(
@@ -166,12 +163,10 @@ def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
     return request
 
 
-def _diagnose_clicked(
-    diagnoses: JobDiagnoses, authorize: Callable[[str, Slash], None], attempt: Attempt
-) -> Callable[..., None]:
+def _diagnose_clicked(diagnoses: JobDiagnoses, authorize: Callable[[str, Slash], None], attempt: Attempt) -> Work:
     """A sweep's "Diagnose" button: as `/train diagnose JOB` typed by the clicker."""
 
-    def diagnose(body: dict[str, Any], client: WebClient) -> None:
+    def diagnose(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
         user, channel, job = body["user"]["id"], body["channel"]["id"], body["actions"][0]["value"]
         tell = _tell(client, channel, user)
 
@@ -200,15 +195,16 @@ def _reject_clicked(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None
     return reject
 
 
-def _reason_given(ack: Ack, view: dict[str, Any]) -> None:
-    if _reason(view):
-        ack()
-    else:
-        ack(response_action="errors", errors={"reason": "Say why it is rejected."})
+def _reason_missing(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The reject modal's answer when its reason is blank: the field's error, and the modal stays open."""
+    if _reason(body["view"]):
+        return None
+    return {"response_action": "errors", "errors": {"reason": "Say why it is rejected."}}
 
 
-def _reject_submitted(desk: PromotionDesk, attempt: Attempt) -> Callable[..., None]:
-    def reject(body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
+def _reject_submitted(desk: PromotionDesk, attempt: Attempt) -> Work:
+    def reject(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+        view = body["view"]
         user, request_id = body["user"]["id"], view["private_metadata"]
         attempt(
             lambda: desk.refresh(desk.promotions.reject(desk.actor(user), request_id, _reason(view))),

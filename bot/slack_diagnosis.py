@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import Ack, App
+from slack_bolt import App, Respond
 from slack_sdk import WebClient
 
 from actions.bundle_shelf import BundleShelf
@@ -21,6 +21,7 @@ from bot.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_mess
 
 if TYPE_CHECKING:
     from actions.settings import Settings
+    from bot.acked_work import AckedWork, Work
     from bot.slack_app import Attempt
     from bot.slack_poster import SlackPoster
     from diagnosers.engine import Diagnosis
@@ -80,18 +81,14 @@ def kept_diagnoses(settings: Settings) -> Load:
     return load
 
 
-def register_diagnosis_actions(app: App, poster: SlackPoster, load: Load, attempt: Attempt) -> None:
-    app.action(EVIDENCE_ACTION)(ack=_ack, lazy=[_evidence_clicked(poster, load, attempt)])
+def register_diagnosis_actions(app: App, work: AckedWork, poster: SlackPoster, load: Load, attempt: Attempt) -> None:
+    app.action(EVIDENCE_ACTION)(work.listener(_evidence_clicked(poster, load, attempt)))
 
 
-def _ack(ack: Ack) -> None:
-    ack()
-
-
-def _evidence_clicked(poster: SlackPoster, load: Load, attempt: Attempt) -> Callable[..., None]:
+def _evidence_clicked(poster: SlackPoster, load: Load, attempt: Attempt) -> Work:
     """Show evidence: the quotes go in the diagnosis's thread; a key whose bundle is gone, said to the clicker."""
 
-    def show(body: dict[str, Any], client: WebClient) -> None:
+    def show(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
         user, channel, key = body["user"]["id"], body["channel"]["id"], body["actions"][0]["value"]
         clicked = body["message"]
         thread = Post(channel, clicked.get("thread_ts") or clicked["ts"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from actions.promotion_store import PromotionStore
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.store import Store
-from bot.local_slack import LocalSlack, post_signed, signed_headers, slash_command_body
+from bot.local_slack import Call, LocalSlack, button_click_payload, post_signed, signed_headers, slash_command_body
 from bot.metrics import Metrics
 from bot.slack_app import build_slack_app
 from bot.web import in_thread, make_app
@@ -229,6 +230,21 @@ def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(set
     assert shown.startswith(":warning: trainbot failed on this; incident ")
     assert "database on fire" not in shown
     assert "database on fire" in caplog.text
+
+
+def test_a_click_the_bot_cannot_read_is_acked_and_its_failure_logged(bot, slack, caplog):
+    posted = Call("chat.postMessage", {"text": "request"}, {"channel": "C0ML", "ts": "1.000001"})
+    payload = button_click_payload(slack, "promotion_approve", "req-1", "U02BOB", posted)
+    del payload["channel"]  # not what Slack sends; the work reads it before it can tell anyone
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
+    answer = post_signed(bot, SECRET, body)
+    assert (answer.status_code, answer.text) == (200, "")
+    deadline = time.monotonic() + 10
+    while "work behind a Slack ack failed on a block_actions payload" not in caplog.text:
+        assert time.monotonic() < deadline, caplog.text
+        time.sleep(0.05)
+    assert "KeyError: 'channel'" in caplog.text
+    assert [call.method for call in slack.calls] == ["auth.test"]
 
 
 @pytest.mark.parametrize(
