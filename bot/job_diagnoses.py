@@ -63,6 +63,10 @@ class JobDiagnoses:
 
         self._pool.submit(self.attempt, lambda: self.diagnose(name, thread.channel, thread), tell)
 
+    def into_alert_thread(self, job: str, namespace: str, thread: Post) -> None:
+        """An alert about `job` (in `namespace`, when its labels say) opened a thread: its diagnosis goes there."""
+        self.into_thread(alerted_job(self.settings, job, namespace), thread)
+
     def diagnose(self, name: str, channel: str, thread: Post | None) -> None:
         from actions.collecting import collect_job  # noqa: PLC0415 - collectors load on first use
         from bot.slack_diagnosis import post_diagnosis  # noqa: PLC0415 - matplotlib loads on first use
@@ -84,3 +88,12 @@ class JobDiagnoses:
             return self.jobs().store.find(job).name
         except NotFound:
             return job
+
+
+def alerted_job(settings: Settings, job: str, namespace: str) -> str:
+    """What to diagnose for an alert about `job` in `namespace`: on KubeRay, a RayJob outside the bot's own
+    namespace is `namespace/job`, as `trainbot diagnose` takes it, never a namesake in the bot's namespace.
+    Local jobs have no namespace."""
+    if settings.backend == "kuberay" and namespace and namespace != settings.namespace:
+        return f"{namespace}/{job}"
+    return job

@@ -258,6 +258,6 @@ def _start_alert_threads(settings: Settings, bot: SlackBot, alerts: AlertThreads
         return
     alert_poster = AlertPoster(
         bot.poster, alerts, settings.alerts_channel, silenceable=bool(settings.alertmanager_url),
-        on_thread_opened=lambda job, namespace, thread: bot.train.diagnoses.into_thread(job, thread),
+        on_thread_opened=bot.train.diagnoses.into_alert_thread,
     )  # fmt: skip
     start_alert_poster(alert_poster)
