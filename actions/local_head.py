@@ -6,7 +6,9 @@ dashboard URL that Ray's JobSubmissionClient and the diagnosers' collectors use.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ from actions.settings import Settings
 HEAD_HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
 PROBE_TIMEOUT_S = 2.0
+STOP_TIMEOUT_S = 10.0
 # Ray puts AF_UNIX sockets under TEMP/session_<date>_<pid>/sockets/; Linux caps such a path at 107 bytes.
 MAX_TEMP_DIR_CHARS = 40
 
@@ -66,6 +69,11 @@ def ensure_head(settings: Settings) -> str:
         "--dashboard-host", HEAD_HOST,
         "--dashboard-port", str(settings.local_dashboard_port),
         "--temp-dir", str(ray_dir),
+        # Ray's fixed defaults for these two (52365 and 10001) belong to whichever head started first on the
+        # machine; a second head's job agent could not listen and every submission was refused with "No
+        # available agent".
+        "--dashboard-agent-listen-port", str(_free_port()),
+        "--ray-client-server-port", str(_free_port()),
         "--disable-usage-stats",
     ]  # fmt: skip
     if settings.local_num_cpus:
@@ -91,11 +99,33 @@ def ensure_head(settings: Settings) -> str:
     raise Unavailable(f"the local Ray head started but its dashboard {url} did not answer; see {log}")
 
 
-def stop_head() -> None:
-    """Stop the Ray processes on this machine (Ray offers no per-head stop)."""
-    subprocess.run(
-        [sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HEAD_HOST, 0))
+        return probe.getsockname()[1]
+
+
+def stop_head(settings: Settings) -> None:
+    """Stop this head: the processes started with its temp dir, and everything they started (workers, job
+    drivers). `ray stop` would stop every Ray process on the machine, other people's heads too."""
+    import psutil  # noqa: PLC0415 - only stopping needs it
+
+    folder = str(temp_dir(settings))
+
+    def of_this_head(args: list[str] | None) -> bool:
+        return any(arg.endswith(folder) or f"{folder}{os.sep}" in arg for arg in args or ())
+
+    heads = [each for each in psutil.process_iter(["cmdline"]) if of_this_head(each.info["cmdline"])]
+    doomed: dict[int, psutil.Process] = {}
+    for head in heads:
+        try:
+            doomed.update({each.pid: each for each in [head, *head.children(recursive=True)]})
+        except psutil.NoSuchProcess:
+            continue
+    for each in doomed.values():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            each.terminate()
+    _, alive = psutil.wait_procs(list(doomed.values()), timeout=STOP_TIMEOUT_S)
+    for each in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            each.kill()

@@ -34,7 +34,7 @@ def ray_settings() -> Iterator[Settings]:
             ensure_head(settings)
             yield settings
         finally:
-            stop_head()
+            stop_head(settings)
 
 
 @pytest.fixture(scope="session")
