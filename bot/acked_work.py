@@ -3,8 +3,8 @@
 Bolt's lazy listeners would do the same, but each deep-copies the request, the per-request WebClient in
 its context included, in the thread that acks: a quarter of the server's CPU per `/train status`, and
 under a burst most of what made trainbot's acks slower than a bare Bolt app's (bench/ack_latency.py).
-Here the work gets the request's body, client and respond as Bolt made them; Bolt makes them per
-request, so the worker shares them with nobody.
+Here the work gets the request's body and client as Bolt made them; Bolt makes the client per request,
+so the worker shares it with nobody.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from slack_bolt import Ack, Respond
+from slack_bolt import Ack
 from slack_sdk import WebClient
 
 log = logging.getLogger(__name__)
 
-# The work behind an ack: Slack's payload, the request's WebClient, and its response_url (None without one).
-Work = Callable[[dict[str, Any], WebClient, "Respond | None"], None]
+# The work behind an ack: Slack's payload and the request's WebClient.
+Work = Callable[[dict[str, Any], WebClient], None]
 # Given the payload, what to ack with instead of running the work (a modal's field errors), or None.
 Refusal = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
@@ -38,21 +38,21 @@ class AckedWork:
     def listener(self, work: Work, refusal: Refusal = _no_refusal) -> Callable[..., None]:
         """A Bolt listener that acks (or acks `refusal`'s answer and stops) and queues `work`."""
 
-        def acked(ack: Ack, body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+        def acked(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
             refused = refusal(body)
             if refused is not None:
                 ack(**refused)
                 return
             ack()
-            self.pool.submit(_logged, work, body, client, respond)
+            self.pool.submit(_logged, work, body, client)
 
         return acked
 
 
-def _logged(work: Work, body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+def _logged(work: Work, body: dict[str, Any], client: WebClient) -> None:
     # Work tells people what failed itself; this catches only a payload it could not even read, which a
     # future would otherwise swallow.
     try:
-        work(body, client, respond)
+        work(body, client)
     except Exception:
         log.exception("work behind a Slack ack failed on a %s payload", body.get("type") or "slash command")

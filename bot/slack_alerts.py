@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import App, Respond
+from slack_bolt import App
 from slack_sdk import WebClient
 
 from actions.alert_silences import silence_thread
@@ -35,7 +35,7 @@ def register_alert_actions(
 
 
 def _silence_clicked(threads: AlertThreads, alertmanager_url: str, poster: SlackPoster, attempt: Attempt) -> Work:
-    def silence(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def silence(body: dict[str, Any], client: WebClient) -> None:
         user, key, channel = body["user"]["id"], body["actions"][0]["value"], body["channel"]["id"]
 
         def work() -> None:

@@ -123,9 +123,9 @@ def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:
 def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Work:
     """The work behind a slash command's ack: answer it ephemerally, whatever happens."""
 
-    def reply(command: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
-        # Slack gives every slash command a response_url.
-        respond = respond or Respond(response_url=command["response_url"])
+    def reply(command: dict[str, Any], client: WebClient) -> None:
+        # As Bolt makes a request's `respond`: the command's response_url, through the client's proxy and TLS.
+        respond = Respond(response_url=command["response_url"], proxy=client.proxy, ssl=client.ssl)
 
         def say(message: Message) -> None:
             respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
@@ -137,7 +137,7 @@ def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Work:
 
 
 def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Work:
-    def approve(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def approve(body: dict[str, Any], client: WebClient) -> None:
         user, request_id = body["user"]["id"], body["actions"][0]["value"]
         attempt(
             lambda: desk.refresh(desk.promotions.approve(desk.actor(user), request_id)),
@@ -151,7 +151,7 @@ def _approve_clicked(desk: PromotionDesk, attempt: Attempt) -> Work:
 def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Work:
     """A "Request <target>" button under a new version: the clicker asks, as with /model promote."""
 
-    def request(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def request(body: dict[str, Any], client: WebClient) -> None:
         user, channel = body["user"]["id"], body["channel"]["id"]
         model, version, target = offer_of(body["actions"][0]["value"])
         attempt(
@@ -166,7 +166,7 @@ def _offer_taken(desk: PromotionDesk, attempt: Attempt) -> Work:
 def _diagnose_clicked(diagnoses: JobDiagnoses, authorize: Callable[[str, Slash], None], attempt: Attempt) -> Work:
     """A sweep's "Diagnose" button: as `/train diagnose JOB` typed by the clicker."""
 
-    def diagnose(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def diagnose(body: dict[str, Any], client: WebClient) -> None:
         user, channel, job = body["user"]["id"], body["channel"]["id"], body["actions"][0]["value"]
         tell = _tell(client, channel, user)
 
@@ -203,7 +203,7 @@ def _reason_missing(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _reject_submitted(desk: PromotionDesk, attempt: Attempt) -> Work:
-    def reject(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def reject(body: dict[str, Any], client: WebClient) -> None:
         view = body["view"]
         user, request_id = body["user"]["id"], view["private_metadata"]
         attempt(

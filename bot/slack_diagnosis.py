@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import App, Respond
+from slack_bolt import App
 from slack_sdk import WebClient
 
 from actions.bundle_shelf import BundleShelf
@@ -88,7 +88,7 @@ def register_diagnosis_actions(app: App, work: AckedWork, poster: SlackPoster, l
 def _evidence_clicked(poster: SlackPoster, load: Load, attempt: Attempt) -> Work:
     """Show evidence: the quotes go in the diagnosis's thread; a key whose bundle is gone, said to the clicker."""
 
-    def show(body: dict[str, Any], client: WebClient, respond: Respond | None) -> None:
+    def show(body: dict[str, Any], client: WebClient) -> None:
         user, channel, key = body["user"]["id"], body["channel"]["id"], body["actions"][0]["value"]
         clicked = body["message"]
         thread = Post(channel, clicked.get("thread_ts") or clicked["ts"])
