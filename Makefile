@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # The CPU wheel on these machines; an unpinned torch pulls GBs of CUDA packages.
 TORCH := torch==2.13.0
 
-.PHONY: install prometheus run test lint bench clean
+.PHONY: install services run test lint bench clean
 
 install: $(STAMP)
 
@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/trainbot console
 
-# Debian's Prometheus and promtool for the live-collection tests, and its Alertmanager for the alert-thread
-# tests; without apt and root they skip, saying why.
-prometheus:
+# Debian's Prometheus and promtool for the live-collection tests, its Alertmanager for the alert-thread
+# tests, and PostgreSQL 15 for the state store's tests on the production dialect; without apt and root
+# they skip, saying why (CI fails instead).
+services:
 	@if ! command -v promtool >/dev/null 2>&1; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
@@ -37,15 +38,22 @@ prometheus:
 			echo "prometheus-alertmanager is not installed and cannot be (no apt-get or not root): its tests will skip"; \
 		fi; \
 	fi
+	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+		else \
+			echo "postgresql is not installed and cannot be (no apt-get or not root): its tests will skip"; \
+		fi; \
+	fi
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: lint prometheus
+test: lint services
 	$(VENV)/bin/pytest
 
-bench: install prometheus
+bench: install services
 	$(PYTHON) bench/diagnose_scale.py
 	$(PYTHON) bench/step_timer_overhead.py
 	$(PYTHON) bench/sweep_overhead.py

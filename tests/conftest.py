@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from bot.local_slack import LocalSlack, local_slack
+from tests.postgres import create_database, private_cluster, server_bin_dir
+
+# In CI a missing PostgreSQL must fail the run, not skip half the store suite.
+REQUIRE_POSTGRES = os.environ.get("CI") == "true"
 
 
 @pytest.fixture
@@ -14,3 +20,30 @@ def slack() -> Iterator[LocalSlack]:
     """The local Slack, recording what the bot calls; a test module may override it (user groups, Socket Mode)."""
     with local_slack() as served:
         yield served
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """One private PostgreSQL cluster for the test session (Debian's server, a temp dir, a free loopback port)."""
+    bin_dir = server_bin_dir()
+    if bin_dir is None:
+        reason = "PostgreSQL's server is not installed (apt-get install -y postgresql; `make test` does it as root)"
+        if REQUIRE_POSTGRES:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with private_cluster(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A fresh, empty database on the session's cluster."""
+    return create_database(postgres_server)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The state store URL, once per dialect: every store test runs on sqlite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    return request.getfixturevalue("postgres_url")
