@@ -11,10 +11,7 @@ import pytest
 
 from actions.local_head import ensure_head, stop_head
 from actions.settings import Settings
-
-# Above Ray's default worker port range (10002-19999) so the head's own ports never collide with it.
-DASHBOARD_PORT = 28265
-GCS_PORT = 26379
+from tests.processes import free_port
 
 
 @pytest.fixture(scope="session")
@@ -26,8 +23,9 @@ def ray_settings() -> Iterator[Settings]:
     with tempfile.TemporaryDirectory(prefix="tb-", dir="/tmp") as data_dir:
         settings = Settings(
             data_dir=Path(data_dir),
-            local_dashboard_port=DASHBOARD_PORT,
-            local_gcs_port=GCS_PORT,
+            # Free ports, not Ray's defaults: other checkouts on this machine may run a head of their own.
+            local_dashboard_port=free_port(),
+            local_gcs_port=free_port(),
             local_num_cpus=4,
         )
         try:
@@ -42,7 +40,7 @@ def ray_env(ray_settings: Settings) -> dict[str, str]:
     """TRAINBOT_* variables that point a `trainbot` subprocess at the session's head."""
     return {
         "TRAINBOT_DATA_DIR": str(ray_settings.data_dir),
-        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(DASHBOARD_PORT),
-        "TRAINBOT_LOCAL_GCS_PORT": str(GCS_PORT),
+        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(ray_settings.local_dashboard_port),
+        "TRAINBOT_LOCAL_GCS_PORT": str(ray_settings.local_gcs_port),
         "RAY_USAGE_STATS_ENABLED": "0",
     }
