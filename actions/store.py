@@ -37,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError
+from sqlalchemy.exc import ArgumentError
 
 from actions.errors import BadRequest, Conflict, NotFound
 from actions.jobs import JobState, JobStatus, Launch
@@ -199,7 +199,7 @@ class Transition:
 
 
 class Database:
-    """One engine over the state store URL, and the tables of `schema` created on request."""
+    """One engine over the state store URL; `schema` holds the tables this class uses (the migrations make them)."""
 
     schema: ClassVar[MetaData]
 
@@ -212,16 +212,11 @@ class Database:
         self.engine.dispose()
 
     def create_schema(self) -> None:
-        """Create what is missing. Safe on every start, also when the bot and the CLI start at once."""
-        tables = self.schema.tables
-        for attempt in range(len(tables) + 1):
-            try:
-                self.schema.create_all(self.engine)
-                return
-            except DatabaseError:
-                # Another process created a table between our check and our CREATE: check again.
-                if attempt == len(tables):
-                    raise
+        """Bring the database (every Database's tables) to the newest schema revision. Safe on every start,
+        also when the bot and the CLI start at once; a database from before versioning is recognised."""
+        from actions.migrations import upgrade  # noqa: PLC0415 - Alembic loads only where a store is opened
+
+        upgrade(self.engine)
 
 
 class Store(Database):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from actions.errors import ActionError
 from actions.settings import SettingsError
+from bot.db_commands import add_db_commands
 from bot.job_commands import add_job_commands, parse_job_words
 from bot.model_commands import add_model_commands
 
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     console.set_defaults(handler=_console)
     add_job_commands(commands)
     add_model_commands(commands)
+    add_db_commands(commands)
     return parser
 
 

@@ -1,0 +1,290 @@
+"""The state store's schema revisions on sqlite and PostgreSQL: databases made before versioning (by
+create_all, one Database at a time) are recognised and upgraded with their rows, fresh ones get head,
+processes starting together migrate once, and the revisions make exactly what the models define."""
+
+import importlib
+import multiprocessing
+import os
+import pkgutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, Text, create_engine, insert, text
+
+import actions
+from actions import alert_threads, promotion_store, slack_posts, store
+from actions.alert_threads import AlertThreads
+from actions.errors import NotFound
+from actions.jobs import JobState, JobStatus, Launch
+from actions.migrations import VERSION_TABLE, Revisions, Upgrade, revisions, upgrade
+from actions.mlflow_webhook import Delivery
+from actions.promotion_store import PromotionState, PromotionStore
+from actions.registry_events import RegistryEvents
+from actions.settings import SettingsError
+from actions.slack_posts import SlackPosts
+from actions.store import Database, Store, UTCDateTime
+from actions.templates import TINY_TRANSFORMER
+
+HEAD = "0005_alert_threads"
+AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+TRAINBOT = Path(sys.executable).with_name("trainbot")
+
+
+def baseline_promotion_tables() -> MetaData:
+    """promotion_store.py's tables as trainbot made them before MLflow's webhooks (commit 54116ec)."""
+    legacy = MetaData()
+    Table(
+        "promotion_requests",
+        legacy,
+        Column("id", String(32), primary_key=True),
+        Column("model", String(256), nullable=False, index=True),
+        Column("version", Integer, nullable=False),
+        Column("target", String(256), nullable=False),
+        Column("kind", String(16), nullable=False),
+        Column("requester", String(128), nullable=False),
+        Column("state", String(16), nullable=False, index=True),
+        Column("approvals_needed", Integer, nullable=False),
+        Column("reason", Text),
+        Column("previous_version", Integer),
+        Column("move_started_at", UTCDateTime()),
+        Column("open_key", String(600), unique=True),
+        Column("lease_until", UTCDateTime()),
+        Column("created_at", UTCDateTime(), nullable=False),
+        Column("expires_at", UTCDateTime(), nullable=False),
+        Column("updated_at", UTCDateTime(), nullable=False),
+    )
+    Table(
+        "promotion_approvals",
+        legacy,
+        Column("request_id", String(32), ForeignKey("promotion_requests.id"), primary_key=True),
+        Column("approver", String(128), primary_key=True),
+        Column("at", UTCDateTime(), nullable=False),
+    )
+    Table(
+        "promotion_events",
+        legacy,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("request_id", String(32), nullable=False, index=True),
+        Column("model", String(256), nullable=False, index=True),
+        Column("target", String(256), nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("event", String(32), nullable=False),
+        Column("actor", String(128), nullable=False),
+        Column("at", UTCDateTime(), nullable=False),
+        Column("detail", Text),
+    )
+    return legacy
+
+
+BASELINE = baseline_promotion_tables()
+TODAYS = (store.metadata, promotion_store.metadata, slack_posts.metadata, alert_threads.metadata)
+# How databases were made before versioning: each Database's create_all, as that day's trainbot defined it.
+LEGACY_DATABASES = {
+    "baseline": ((store.metadata, BASELINE), "0001_baseline"),
+    # Made at the baseline, then today's trainbot's create_all added the tables it lacked but no column.
+    "baseline then newer tables": ((store.metadata, BASELINE, *TODAYS), "0001_baseline"),
+    "todays create_all": (TODAYS, HEAD),
+    # Only the CLI's job commands ran: the jobs tables and nothing else; no revision is there in full.
+    "jobs tables only": ((store.metadata,), None),
+}
+
+
+def make_legacy(url: str, layers: tuple[MetaData, ...]) -> None:
+    """A database as create_all left it, with a job, and an approved and moved promotion where it has those tables."""
+    engine = create_engine(url)
+    for layer in layers:
+        layer.create_all(engine)
+    engine.dispose()
+    jobs = Store(url)
+    launch = Launch(
+        name="train-a",
+        kind="train",
+        template=TINY_TRANSFORMER,
+        params={"lr": 0.001},
+        workers=2,
+        gpus_per_worker=1,
+        requester="alice",
+        argv=TINY_TRANSFORMER.argv({"lr": 0.001}, 2, 1),
+    )
+    jobs.record_launch(launch, "local", JobStatus("train-a", JobState.PENDING))
+    jobs.record_status(JobStatus("train-a", JobState.RUNNING, message="started"))
+    jobs.close()
+    if BASELINE in layers:
+        _insert_promotion(url)
+
+
+def _insert_promotion(url: str) -> None:
+    requests, approvals, events = (
+        BASELINE.tables[name] for name in ("promotion_requests", "promotion_approvals", "promotion_events")
+    )
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            insert(requests).values(
+                id="pr-1", model="m", version=3, target="staging", kind="promote", requester="alice",
+                state=PromotionState.APPROVED.value, approvals_needed=1, move_started_at=AT,
+                created_at=AT, expires_at=AT + timedelta(days=1), updated_at=AT,
+            )
+        )  # fmt: skip
+        conn.execute(insert(approvals).values(request_id="pr-1", approver="bob", at=AT))
+        conn.execute(
+            insert(events).values(
+                request_id="pr-1", model="m", target="staging", version=3, event="approved", actor="bob", at=AT
+            )
+        )
+    engine.dispose()
+
+
+def assert_rows_kept(url: str, has_promotion: bool) -> None:
+    jobs = Store(url)
+    assert jobs.get("train-a").state is JobState.RUNNING
+    assert [event.state for event in jobs.history("train-a")] == [JobState.PENDING, JobState.RUNNING]
+    jobs.close()
+    promotions = PromotionStore(url)
+    if not has_promotion:
+        with pytest.raises(NotFound):
+            promotions.get("pr-1")
+        return
+    request = promotions.get("pr-1")
+    assert (request.state, request.approvals, request.announced_at) == (PromotionState.APPROVED, ("bob",), None)
+    # The baseline lacked both: the announcement is claimed in announced_at, and an out-of-band change
+    # is an audit-trail line with no request and no version.
+    events = RegistryEvents(url)
+    moved = Delivery("d-1", "model_version_alias.created", {"name": "m", "alias": "staging", "version": "3"}, AT)
+    assert events.receive(moved, AT, ["staging"]).notices == ()
+    assert promotions.get("pr-1").announced_at == AT
+    deleted = Delivery("d-2", "model_version_alias.deleted", {"name": "m", "alias": "staging"}, AT)
+    assert len(events.receive(deleted, AT, ["staging"]).notices) == 1
+    trail = promotions.history("m")
+    assert [(line.event, line.request_id, line.version) for line in trail] == [
+        ("approved", "pr-1", 3),
+        ("out-of-band", None, None),
+    ]
+    events.close()
+    promotions.close()
+
+
+@pytest.mark.parametrize("made", LEGACY_DATABASES)
+def test_a_database_made_before_versioning_is_stamped_and_upgraded_with_its_rows(state_store_url, made):
+    layers, shown = LEGACY_DATABASES[made]
+    make_legacy(state_store_url, layers)
+    database = Database(state_store_url)
+    assert revisions(database.engine) == Revisions(None, HEAD)
+    assert upgrade(database.engine) == Upgrade(shown, HEAD, stamped=shown is not None)
+    assert revisions(database.engine) == Revisions(HEAD, HEAD)
+    assert upgrade(database.engine) == Upgrade(HEAD, HEAD)
+    database.close()
+    assert_rows_kept(state_store_url, has_promotion=BASELINE in layers)
+
+
+def test_a_fresh_database_gets_head(state_store_url):
+    database = Database(state_store_url)
+    assert upgrade(database.engine) == Upgrade(None, HEAD)
+    assert revisions(database.engine) == Revisions(HEAD, HEAD)
+    database.close()
+
+
+def model_metadata() -> MetaData:
+    """Every table of every Database subclass in actions/, as the models define them today."""
+    for module in pkgutil.walk_packages(actions.__path__, "actions."):
+        importlib.import_module(module.name)
+    combined = MetaData()
+    pending = list(Database.__subclasses__())
+    while pending:
+        subclass = pending.pop()
+        pending.extend(subclass.__subclasses__())
+        for table in subclass.schema.tables.values():
+            if table.name not in combined.tables:
+                table.to_metadata(combined)
+    return combined
+
+
+@pytest.mark.parametrize("made", [None, "baseline then newer tables"])
+def test_the_migrated_schema_is_exactly_what_the_models_define(state_store_url, made):
+    if made:
+        make_legacy(state_store_url, LEGACY_DATABASES[made][0])
+    database = Database(state_store_url)
+    upgrade(database.engine)
+    models = model_metadata()
+    assert {"jobs", "promotion_notices", "slack_shown", "alert_threads"} <= set(models.tables)
+    with database.engine.connect() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), models)
+    database.close()
+    # A column or table added to a model without a revision shows here: add one (README, "Development").
+    assert differences == []
+
+
+def _start(url: str, barrier) -> None:
+    """What the bot does on start: each of its stores opens the database and asks for the schema."""
+    databases = [database(url) for database in (Store, PromotionStore, SlackPosts, AlertThreads)]
+    barrier.wait()
+    for database in databases:
+        database.create_schema()
+
+
+@pytest.mark.parametrize("made", [None, "baseline then newer tables"])
+def test_processes_upgrading_at_once_all_succeed_and_migrate_once(state_store_url, made):
+    if made:
+        make_legacy(state_store_url, LEGACY_DATABASES[made][0])
+    # fork: the bot, the CLI and a second replica starting on the same database at the same moment.
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(4)
+    processes = [context.Process(target=_start, args=(state_store_url, barrier)) for _ in range(4)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+    assert [process.exitcode for process in processes] == [0, 0, 0, 0]
+    database = Database(state_store_url)
+    assert revisions(database.engine) == Revisions(HEAD, HEAD)
+    with database.engine.connect() as conn:
+        assert conn.scalar(text(f"SELECT count(*) FROM {VERSION_TABLE}")) == 1
+    database.close()
+    if made:
+        assert_rows_kept(state_store_url, has_promotion=True)
+
+
+def _stamp_future(url: str) -> None:
+    database = Database(url)
+    upgrade(database.engine)
+    with database.engine.begin() as conn:
+        conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '0099_future'"))
+    database.close()
+
+
+def test_a_database_a_newer_trainbot_upgraded_is_refused_with_what_to_do(tmp_path):
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    _stamp_future(url)
+    with pytest.raises(SettingsError, match="revision 0099_future, which this trainbot does not have"):
+        Store(url).create_schema()
+
+
+def trainbot(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
+    env = {**clean, "TRAINBOT_STATE_STORE_URL": url}
+    return subprocess.run([str(TRAINBOT), *args], capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+def test_trainbot_db_current_and_upgrade(tmp_path):
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    make_legacy(url, LEGACY_DATABASES["baseline"][0])
+    assert trainbot(url, "db", "current").stdout == f"current: none\nhead: {HEAD}\n"
+    upgraded = trainbot(url, "db", "upgrade")
+    assert upgraded.stdout == f"recognised 0001_baseline from its tables (made before versioning); now at {HEAD}\n"
+    assert trainbot(url, "db", "upgrade").stdout == f"already at {HEAD}\n"
+    current = trainbot(url, "db", "current", "-o", "json")
+    assert (current.returncode, current.stdout) == (0, f'{{\n  "current": "{HEAD}",\n  "head": "{HEAD}"\n}}\n')
+
+
+def test_trainbot_db_upgrade_on_a_newer_database_says_what_to_do_in_one_line(tmp_path):
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    _stamp_future(url)
+    assert trainbot(url, "db", "current").stdout == f"current: 0099_future\nhead: {HEAD}\n"
+    refused = trainbot(url, "db", "upgrade")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "run that version or newer" in refused.stderr
