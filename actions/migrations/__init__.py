@@ -19,7 +19,7 @@ from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, inspect, select, text
 
 from actions.migrations.legacy import shown_revision
 from actions.settings import SettingsError
@@ -86,16 +86,28 @@ def _locked(engine: Engine) -> Iterator[Connection]:
     with engine.connect() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(select(func.pg_advisory_xact_lock(ADVISORY_LOCK_KEY)))
-        else:
-            # sqlite's write lock, taken now rather than at the first write: another process waits here
-            # (the busy timeout) and then reads the version this one wrote. The DDL is in the transaction.
+            yield connection
+            connection.commit()
+            return
+        # Batch mode copies a table and drops the old one: with foreign keys on, dropping jobs would delete
+        # every job_events row (ON DELETE CASCADE). sqlite takes this pragma only outside a transaction.
+        connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
+        try:
+            # The write lock, taken now rather than at the first write: another process waits here (the
+            # busy timeout), then reads the version this one wrote. The DDL is in the transaction.
             connection.exec_driver_sql("BEGIN IMMEDIATE")
-        yield connection
-        connection.commit()
+            yield connection
+            connection.commit()
+        finally:
+            connection.rollback()
+            connection.exec_driver_sql("PRAGMA foreign_keys = ON")
 
 
 def _current(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
+    # Read directly: a MigrationContext logs its dialect at INFO, and this runs for every store opened.
+    if not inspect(connection).has_table(VERSION_TABLE):
+        return None
+    return connection.scalar(text(f"SELECT version_num FROM {VERSION_TABLE}"))
 
 
 def _known(revision: str | None) -> str | None:

@@ -3,9 +3,10 @@
 Those databases were made by SQLAlchemy's create_all, one Database at a time (the CLI's job commands
 make only the jobs tables, say), which creates missing tables and never alters one. So any subset of
 the tables below may be there, each as the trainbot of its day defined it; the one change made in place
-since the baseline is promotion_requests.announced_at. The revision stamped is the newest one that is
-there in full with all before it; the revisions after it create only what is missing. Revisions added
-after versioning began never meet such a database and need no entry here.
+since the baseline is 0002 (promotion_requests.announced_at; promotion_events' request and version made
+nullable), known by its column. The revision stamped is the newest one that is there in full with all
+before it; the revisions after it create only what is missing. Revisions added after versioning began
+never meet such a database and need no entry here.
 """
 
 from __future__ import annotations
@@ -21,14 +22,11 @@ LEGACY_REVISIONS: tuple[tuple[str, frozenset[str], Mapping[str, str]], ...] = (
         frozenset({"jobs", "job_events", "cursors", "promotion_requests", "promotion_approvals", "promotion_events"}),
         {},
     ),
-    (
-        "0002_mlflow_webhooks",
-        frozenset({"mlflow_deliveries", "promotion_notices"}),
-        {"promotion_requests": "announced_at"},
-    ),
-    ("0003_slack_posts", frozenset({"slack_posts"}), {}),
-    ("0004_slack_shown", frozenset({"slack_shown"}), {}),
-    ("0005_alert_threads", frozenset({"alert_events", "alert_states", "alert_threads"}), {}),
+    ("0002_announced_at", frozenset(), {"promotion_requests": "announced_at"}),
+    ("0003_mlflow_webhooks", frozenset({"mlflow_deliveries", "promotion_notices"}), {}),
+    ("0004_slack_posts", frozenset({"slack_posts"}), {}),
+    ("0005_slack_shown", frozenset({"slack_shown"}), {}),
+    ("0006_alert_threads", frozenset({"alert_events", "alert_states", "alert_threads"}), {}),
 )
 
 

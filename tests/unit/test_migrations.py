@@ -13,24 +13,22 @@ from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, Text, create_engine, insert, text
 
-import actions
-from actions import alert_threads, promotion_store, slack_posts, store
+import actions.migrations
 from actions.alert_threads import AlertThreads
-from actions.errors import NotFound
-from actions.jobs import JobState, JobStatus, Launch
-from actions.migrations import VERSION_TABLE, Revisions, Upgrade, revisions, upgrade
+from actions.jobs import JobState
+from actions.migrations import VERSION_TABLE, Revisions, Upgrade, _locked, revisions, upgrade
 from actions.mlflow_webhook import Delivery
 from actions.promotion_store import PromotionState, PromotionStore
 from actions.registry_events import RegistryEvents
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from actions.store import Database, Store, UTCDateTime
-from actions.templates import TINY_TRANSFORMER
 
-HEAD = "0005_alert_threads"
 AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TRAINBOT = Path(sys.executable).with_name("trainbot")
 
@@ -82,74 +80,105 @@ def baseline_promotion_tables() -> MetaData:
 
 
 BASELINE = baseline_promotion_tables()
-TODAYS = (store.metadata, promotion_store.metadata, slack_posts.metadata, alert_threads.metadata)
-# How databases were made before versioning: each Database's create_all, as that day's trainbot defined it.
+SCRIPTS = ScriptDirectory(str(Path(actions.migrations.__file__).parent))
+HEAD = SCRIPTS.get_current_head()
+STORE_TABLES = ("job_events", "jobs", "cursors")
+PROMOTION_TABLES = ("promotion_approvals", "promotion_events", "promotion_requests")
+NEWER_TABLES = ("0003_mlflow_webhooks", "0004_slack_posts", "0005_slack_shown", "0006_alert_threads")
+
+
+def dropped(*tables: str):
+    def drop(conn) -> None:
+        for table in tables:
+            conn.execute(text(f"DROP TABLE {table}"))
+
+    return drop
+
+
+# How databases were made before versioning, step by step: create_all of the promotion tables as commit
+# 54116ec defined them; the tables a revision makes (what that day's create_all made: its upgrade() alone,
+# no version kept); or tables dropped (made by a trainbot that never opened that Database).
 LEGACY_DATABASES = {
-    "baseline": ((store.metadata, BASELINE), "0001_baseline"),
-    # Made at the baseline, then today's trainbot's create_all added the tables it lacked but no column.
-    "baseline then newer tables": ((store.metadata, BASELINE, *TODAYS), "0001_baseline"),
-    "todays create_all": (TODAYS, HEAD),
-    # Only the CLI's job commands ran: the jobs tables and nothing else; no revision is there in full.
-    "jobs tables only": ((store.metadata,), None),
+    "baseline": ([BASELINE, "0001_baseline"], "0001_baseline"),
+    # Made at the baseline; a later trainbot's create_all added the tables it lacked, and no column.
+    "baseline then newer tables": ([BASELINE, "0001_baseline", *NEWER_TABLES], "0001_baseline"),
+    "everything before versioning": (["0001_baseline", "0002_announced_at", *NEWER_TABLES], "0006_alert_threads"),
+    # Only the CLI's job commands ran: no revision is there in full.
+    "jobs tables only": (["0001_baseline", dropped(*PROMOTION_TABLES)], None),
+    # Only the promotion stores ran, after webhooks: announced_at is there, the baseline is not in full.
+    "promotion tables only": (
+        ["0001_baseline", "0002_announced_at", "0003_mlflow_webhooks", dropped(*STORE_TABLES)],
+        None,
+    ),
 }
 
 
-def make_legacy(url: str, layers: tuple[MetaData, ...]) -> None:
-    """A database as create_all left it, with a job, and an approved and moved promotion where it has those tables."""
-    engine = create_engine(url)
-    for layer in layers:
-        layer.create_all(engine)
-    engine.dispose()
-    jobs = Store(url)
-    launch = Launch(
-        name="train-a",
-        kind="train",
-        template=TINY_TRANSFORMER,
-        params={"lr": 0.001},
-        workers=2,
-        gpus_per_worker=1,
-        requester="alice",
-        argv=TINY_TRANSFORMER.argv({"lr": 0.001}, 2, 1),
-    )
-    jobs.record_launch(launch, "local", JobStatus("train-a", JobState.PENDING))
-    jobs.record_status(JobStatus("train-a", JobState.RUNNING, message="started"))
-    jobs.close()
-    if BASELINE in layers:
-        _insert_promotion(url)
-
-
-def _insert_promotion(url: str) -> None:
-    requests, approvals, events = (
-        BASELINE.tables[name] for name in ("promotion_requests", "promotion_approvals", "promotion_events")
-    )
+def make_legacy(url: str, steps: list) -> set[str]:
+    """A database made as `steps` say, with a job and an approved, moved promotion where it has their tables;
+    which of the two it holds."""
     engine = create_engine(url)
     with engine.begin() as conn:
+        with Operations.context(MigrationContext.configure(conn)):
+            for step in steps:
+                if isinstance(step, MetaData):
+                    step.create_all(conn)
+                elif isinstance(step, str):
+                    SCRIPTS.get_revision(step).module.upgrade()
+                else:
+                    step(conn)
+        held = _insert_rows(conn)
+    engine.dispose()
+    return held
+
+
+def _insert_rows(conn) -> set[str]:
+    """Rows written through the tables as they are (reflected), never through today's models."""
+    tables = MetaData()
+    tables.reflect(conn)
+    held = set()
+    status = dict.fromkeys(("reason", "deployment_status", "dashboard_url", "cluster_name", "submission_id"), "")
+    if "jobs" in tables.tables:
         conn.execute(
-            insert(requests).values(
+            insert(tables.tables["jobs"]).values(
+                name="train-a", backend="local", kind="train", template="tiny-transformer", requester="alice",
+                params={"lr": 0.001}, workers=2, gpus_per_worker=1, entrypoint="python -m train", created_at=AT,
+                updated_at=AT, state="RUNNING", message="started", **status,
+            )
+        )  # fmt: skip
+        for state, message in (("PENDING", ""), ("RUNNING", "started")):
+            conn.execute(
+                insert(tables.tables["job_events"]).values(
+                    job_name="train-a", at=AT, state=state, message=message, **status
+                )
+            )
+        held.add("jobs")
+    if "promotion_requests" in tables.tables:
+        conn.execute(
+            insert(tables.tables["promotion_requests"]).values(
                 id="pr-1", model="m", version=3, target="staging", kind="promote", requester="alice",
                 state=PromotionState.APPROVED.value, approvals_needed=1, move_started_at=AT,
                 created_at=AT, expires_at=AT + timedelta(days=1), updated_at=AT,
             )
         )  # fmt: skip
-        conn.execute(insert(approvals).values(request_id="pr-1", approver="bob", at=AT))
+        conn.execute(insert(tables.tables["promotion_approvals"]).values(request_id="pr-1", approver="bob", at=AT))
         conn.execute(
-            insert(events).values(
+            insert(tables.tables["promotion_events"]).values(
                 request_id="pr-1", model="m", target="staging", version=3, event="approved", actor="bob", at=AT
             )
         )
-    engine.dispose()
+        held.add("promotions")
+    return held
 
 
-def assert_rows_kept(url: str, has_promotion: bool) -> None:
+def assert_rows_kept(url: str, held: set[str]) -> None:
     jobs = Store(url)
-    assert jobs.get("train-a").state is JobState.RUNNING
-    assert [event.state for event in jobs.history("train-a")] == [JobState.PENDING, JobState.RUNNING]
+    if "jobs" in held:
+        assert jobs.get("train-a").state is JobState.RUNNING
+        assert [event.state for event in jobs.history("train-a")] == [JobState.PENDING, JobState.RUNNING]
     jobs.close()
-    promotions = PromotionStore(url)
-    if not has_promotion:
-        with pytest.raises(NotFound):
-            promotions.get("pr-1")
+    if "promotions" not in held:
         return
+    promotions = PromotionStore(url)
     request = promotions.get("pr-1")
     assert (request.state, request.approvals, request.announced_at) == (PromotionState.APPROVED, ("bob",), None)
     # The baseline lacked both: the announcement is claimed in announced_at, and an out-of-band change
@@ -171,15 +200,15 @@ def assert_rows_kept(url: str, has_promotion: bool) -> None:
 
 @pytest.mark.parametrize("made", LEGACY_DATABASES)
 def test_a_database_made_before_versioning_is_stamped_and_upgraded_with_its_rows(state_store_url, made):
-    layers, shown = LEGACY_DATABASES[made]
-    make_legacy(state_store_url, layers)
+    steps, shown = LEGACY_DATABASES[made]
+    held = make_legacy(state_store_url, steps)
     database = Database(state_store_url)
     assert revisions(database.engine) == Revisions(None, HEAD)
     assert upgrade(database.engine) == Upgrade(shown, HEAD, stamped=shown is not None)
     assert revisions(database.engine) == Revisions(HEAD, HEAD)
     assert upgrade(database.engine) == Upgrade(HEAD, HEAD)
     database.close()
-    assert_rows_kept(state_store_url, has_promotion=BASELINE in layers)
+    assert_rows_kept(state_store_url, held)
 
 
 def test_a_fresh_database_gets_head(state_store_url):
@@ -229,8 +258,7 @@ def _start(url: str, barrier) -> None:
 
 @pytest.mark.parametrize("made", [None, "baseline then newer tables"])
 def test_processes_upgrading_at_once_all_succeed_and_migrate_once(state_store_url, made):
-    if made:
-        make_legacy(state_store_url, LEGACY_DATABASES[made][0])
+    held = make_legacy(state_store_url, LEGACY_DATABASES[made][0]) if made else set()
     # fork: the bot, the CLI and a second replica starting on the same database at the same moment.
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(4)
@@ -245,8 +273,24 @@ def test_processes_upgrading_at_once_all_succeed_and_migrate_once(state_store_ur
     with database.engine.connect() as conn:
         assert conn.scalar(text(f"SELECT count(*) FROM {VERSION_TABLE}")) == 1
     database.close()
-    if made:
-        assert_rows_kept(state_store_url, has_promotion=True)
+    assert_rows_kept(state_store_url, held)
+
+
+def test_sqlite_batch_mode_copying_jobs_keeps_its_events_and_foreign_keys_stay_on(tmp_path):
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    make_legacy(url, LEGACY_DATABASES["jobs tables only"][0])
+    database = Database(url)
+    upgrade(database.engine)
+    # What a revision that alters a jobs column does on sqlite: copy the table, drop the old one, rename.
+    with (
+        _locked(database.engine) as conn,
+        Operations(MigrationContext.configure(conn)).batch_alter_table("jobs", recreate="always"),
+    ):
+        pass
+    with database.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    database.close()
+    assert len(Store(url).history("train-a")) == 2
 
 
 def _stamp_future(url: str) -> None:

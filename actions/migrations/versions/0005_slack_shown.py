@@ -3,8 +3,8 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_slack_shown"
-down_revision = "0003_slack_posts"
+revision = "0005_slack_shown"
+down_revision = "0004_slack_posts"
 
 
 def upgrade() -> None:

@@ -3,8 +3,8 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_slack_posts"
-down_revision = "0002_mlflow_webhooks"
+revision = "0004_slack_posts"
+down_revision = "0003_mlflow_webhooks"
 
 
 def upgrade() -> None:

@@ -3,8 +3,8 @@
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005_alert_threads"
-down_revision = "0004_slack_shown"
+revision = "0006_alert_threads"
+down_revision = "0005_slack_shown"
 
 
 def upgrade() -> None:
