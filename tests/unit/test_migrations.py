@@ -21,7 +21,8 @@ from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, Tex
 import actions.migrations
 from actions.alert_threads import AlertThreads
 from actions.jobs import JobState
-from actions.migrations import VERSION_TABLE, Revisions, Upgrade, _locked, revisions, upgrade
+from actions.migrations import VERSION_TABLE, Revisions, Upgrade, head, revisions, upgrade
+from actions.migrations.runner import locked
 from actions.mlflow_webhook import Delivery
 from actions.promotion_store import PromotionState, PromotionStore
 from actions.registry_events import RegistryEvents
@@ -80,8 +81,8 @@ def baseline_promotion_tables() -> MetaData:
 
 
 BASELINE = baseline_promotion_tables()
-SCRIPTS = ScriptDirectory(str(Path(actions.migrations.__file__).parent))
-HEAD = SCRIPTS.get_current_head()
+SCRIPTS = ScriptDirectory(str(actions.migrations.VERSIONS.parent))
+HEAD = head()
 STORE_TABLES = ("job_events", "jobs", "cursors")
 PROMOTION_TABLES = ("promotion_approvals", "promotion_events", "promotion_requests")
 NEWER_TABLES = ("0003_mlflow_webhooks", "0004_slack_posts", "0005_slack_shown", "0006_alert_threads")
@@ -211,6 +212,13 @@ def test_a_database_made_before_versioning_is_stamped_and_upgraded_with_its_rows
     assert_rows_kept(state_store_url, held)
 
 
+def test_each_revision_file_is_named_after_its_revision_in_the_order_of_the_chain():
+    chain = [script.revision for script in reversed(list(SCRIPTS.walk_revisions()))]
+    files = sorted(path.stem for path in actions.migrations.VERSIONS.glob("*.py") if path.stem != "__init__")
+    assert chain == files
+    assert chain[-1] == HEAD == SCRIPTS.get_current_head()
+
+
 def test_a_fresh_database_gets_head(state_store_url):
     database = Database(state_store_url)
     assert upgrade(database.engine) == Upgrade(None, HEAD)
@@ -283,7 +291,7 @@ def test_sqlite_batch_mode_copying_jobs_keeps_its_events_and_foreign_keys_stay_o
     upgrade(database.engine)
     # What a revision that alters a jobs column does on sqlite: copy the table, drop the old one, rename.
     with (
-        _locked(database.engine) as conn,
+        locked(database.engine) as conn,
         Operations(MigrationContext.configure(conn)).batch_alter_table("jobs", recreate="always"),
     ):
         pass
