@@ -81,7 +81,7 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
 
 def train_logs(command: Command, jobs: Jobs) -> Message:
     tail = LOG_LINES if command.args.tail is None else command.args.tail
-    lines = jobs.logs(command.args.job, max(tail, 0)).splitlines()
+    lines = jobs.logs(command.args.job, tail).splitlines()
     shown: list[str] = []
     for line in reversed(lines):  # the newest lines that fit
         if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:

@@ -155,7 +155,6 @@ def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
         (["launch", "lr=0.1", "--dry-run"], "name a template first"),
         (["launch", "--manifest", "/nonexistent.yaml", "--dry-run"], "/nonexistent.yaml: cannot read it"),
         (["sweep", "tiny-transformer", "--trials", "3", "lr=0.1", "--dry-run"], "nothing to search"),
-        (["jobs", "--limit", "0"], "--limit takes a number of jobs"),
     ],
 )
 def test_launch_mistakes_exit_2_with_one_line(args, message):
