@@ -29,7 +29,7 @@ class Jobs:
     ) -> None:
         self._settings = settings
         if store is None:
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            settings.private_data_dir()
             store = Store(settings.state_url())
             store.create_schema()
         self.store = store
