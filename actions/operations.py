@@ -70,6 +70,14 @@ class Jobs:
         self.store.record_status(status)
         return status
 
+    def launched(self, job: str) -> bool:
+        """Whether `job` (a name or a unique prefix) is one trainbot launched, as the state store says."""
+        try:
+            self.store.find(job)
+        except NotFound:
+            return False
+        return True
+
     def _locate(self, job: str) -> tuple[str, Backend]:
         """A job trainbot launched (by name or unique prefix), else the name as-is on the default backend."""
         try:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from bot.authorization import CANCEL_ANY
 from bot.blocks import Message, clip, mrkdwn, notice, render
 from bot.cli import add_diagnose_command
 from bot.job_commands import add_job_commands, plan_job
@@ -55,7 +56,7 @@ def answer_train(slash: Slash, desk: TrainDesk) -> Message:
     if command.verb == "logs":
         return train_logs(command, desk.jobs())
     if command.verb == "cancel":
-        return train_cancel(command, desk.jobs())
+        return train_cancel(command, slash, desk)
     return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
 
 
@@ -93,7 +94,11 @@ def train_logs(command: Command, jobs: Jobs) -> Message:
     return render("code", title, title=title, code="\n".join(shown) or "(no output yet)")
 
 
-def train_cancel(command: Command, jobs: Jobs) -> Message:
+def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Stop a job; one trainbot did not launch (any RayJob the bot's service account reaches) needs cancel-any."""
+    jobs = desk.jobs()
+    if not jobs.launched(command.args.job):
+        desk.authorize(CANCEL_ANY, slash)
     status = jobs.cancel(command.args.job, suspend=command.args.suspend)
     return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
 

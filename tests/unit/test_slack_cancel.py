@@ -1,0 +1,66 @@
+"""`/train cancel` against the Kubernetes API stand-in: a job trainbot launched is the channel's to cancel;
+any other RayJob the service account reaches needs the `cancel-any` rule (by default nobody has it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actions.errors import Forbidden
+from actions.kuberay import KubeRayBackend
+from actions.operations import Jobs
+from actions.settings import Settings
+from actions.templates import TINY_TRANSFORMER
+from bot.authorization import Authorization
+from bot.slack_grammar import Slash
+from bot.slack_train import TrainDesk, answer_train
+from tests.kube_standin import ServedStandin
+from tests.unit.test_kuberay_backend import RUNNING, launch_of, team_launch
+
+MAY_LAUNCH = {"launch": {"channels": ["C0ML"]}}
+
+
+@pytest.fixture
+def standin():
+    with ServedStandin() as served:
+        yield served
+
+
+@pytest.fixture
+def jobs(standin: ServedStandin, tmp_path: Path) -> Jobs:
+    settings = Settings(data_dir=tmp_path, backend="kuberay", namespace="default")
+    return Jobs(settings, backends={"kuberay": KubeRayBackend(settings, standin.api_client())})
+
+
+def cancel(jobs: Jobs, job: str, user: str, rules: dict) -> str:
+    authorization = Authorization(rules)
+
+    def authorize(verb: str, slash: Slash) -> None:
+        authorization.check(verb, slash.user, slash.channel, lambda user, groups: frozenset())
+
+    desk = TrainDesk(jobs._settings, lambda: jobs, lambda: None, None, authorize)  # type: ignore[arg-type]
+    return answer_train(Slash(f"cancel {job}", user, "C0ML"), desk).text
+
+
+def test_a_rayjob_trainbot_did_not_launch_is_nobody_s_to_cancel_by_default(standin, jobs):
+    theirs = team_launch()
+    jobs.backend().submit(theirs)  # another team's RayJob, in no state store of ours
+    standin.set_status(theirs.name, RUNNING)
+    for job in (theirs.name, f"default/{theirs.name}"):
+        with pytest.raises(Forbidden, match=r"^trainbot did not launch that job, .* slack_commands.cancel-any.users"):
+            cancel(jobs, job, "U01ALICE", MAY_LAUNCH)
+    with pytest.raises(Forbidden, match=r"^you may not cancel-any here"):
+        cancel(jobs, theirs.name, "U01ALICE", {**MAY_LAUNCH, "cancel-any": {"users": ["U0SRE"]}})
+    assert standin.rayjob(theirs.name) is not None
+
+    assert "STOPPED" in cancel(jobs, theirs.name, "U0SRE", {**MAY_LAUNCH, "cancel-any": {"users": ["U0SRE"]}})
+    assert standin.rayjob(theirs.name) is None
+
+
+def test_a_job_trainbot_launched_is_cancelled_without_cancel_any(standin, jobs):
+    ours = jobs.launch(launch_of())
+    standin.set_status(ours.name, RUNNING)
+    assert ours.template == TINY_TRANSFORMER.name
+    assert "STOPPED" in cancel(jobs, ours.name[:-2], "U01ALICE", MAY_LAUNCH)  # a prefix finds it
+    assert standin.rayjob(ours.name) is None
