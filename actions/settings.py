@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     # Model promotion targets and their approvers (see actions/promotion_policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)
+    # How long one process holds an alias move before another may take it over (the move takes a second or
+    # two), and how often `trainbot serve` finishes the moves whose holder died (kill -9, a lost node).
+    promotion_lease_s: float = Field(default=120.0, gt=0)
+    promotion_sweep_s: float = Field(default=15.0, gt=0)
     # The secret MLflow signs its webhook deliveries with (`trainbot model webhook URL` gives it to MLflow).
     mlflow_webhook_secret: SecretStr = SecretStr("")
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
