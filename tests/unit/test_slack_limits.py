@@ -3,7 +3,9 @@ and what the bot renders is cut to fit them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,6 +14,9 @@ from slack_sdk.errors import SlackApiError
 
 from bot.blocks import clip, render, render_view
 from bot.local_slack import LocalSlack, local_slack
+from bot.slack_app import OFFER_ACTION
+
+OFFER = SimpleNamespace(kind="offer", text="tiny-transformer v3 was registered", model="tiny-transformer", version=3)
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +126,32 @@ def test_the_bot_s_messages_and_modals_are_cut_to_fit(client):
         ),
         render("code", "c", title=huge, code=huge),
         render("lines", "l", title="t", more=0, lines=[huge] * 80, empty=""),
+        render("registry_notice", "n", notice=OFFER, targets=[f"{n}-{'t' * 250}" for n in range(30)]),
+        render(
+            "sweep_results",
+            "r",
+            job="sweep",
+            finished=1,
+            trials=1,
+            model="m",
+            version=1,
+            rows=[huge],
+            offer='{"model": "m"}',
+            target="t" * 255,
+        ),
     ]
     for message in messages:
         assert client.chat_postMessage(channel="C0ML", text=message.text, blocks=message.blocks)["ok"]
     view = render_view("reject_modal", request_id="req-1", summary=huge)
     assert client.views_open(trigger_id="t", view=view)["ok"]
+
+
+def test_offer_buttons_keep_their_target_in_the_value_whatever_its_length():
+    [actions] = [block for block in render("registry_notice", "n", notice=OFFER, targets=["t" * 255]).blocks
+                 if block["type"] == "actions"]  # fmt: skip
+    [offer] = actions["elements"]
+    assert json.loads(offer["value"])["target"] == "t" * 255
+    assert offer["action_id"].startswith(OFFER_ACTION) and len(offer["text"]["text"]) == 75
 
 
 def test_clip_marks_the_cut_and_keeps_a_closing_code_fence():
