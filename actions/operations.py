@@ -29,7 +29,7 @@ class Jobs:
     ) -> None:
         self._settings = settings
         if store is None:
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            settings.private_data_dir()
             store = Store(settings.state_url())
             store.create_schema()
         self.store = store
@@ -69,6 +69,14 @@ class Jobs:
         status = backend.cancel(name, suspend)
         self.store.record_status(status)
         return status
+
+    def launched(self, job: str) -> bool:
+        """Whether `job` (a name or a unique prefix) is one trainbot launched, as the state store says."""
+        try:
+            self.store.find(job)
+        except NotFound:
+            return False
+        return True
 
     def _locate(self, job: str) -> tuple[str, Backend]:
         """A job trainbot launched (by name or unique prefix), else the name as-is on the default backend."""

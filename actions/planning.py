@@ -125,7 +125,7 @@ def plan_sweep(
         "--trainable", template.sweep.trainable,
         "--space", json.dumps(space, separators=(",", ":")),
         "--trials", str(options.trials),
-        "--metric", options.metric or template.sweep.metric,
+        "--metric", template.sweep.metric_named(options.metric),
         "--mode", options.mode or template.sweep.mode,
         "--scheduler", options.scheduler,
         "--tracking-uri", tracking_uri,

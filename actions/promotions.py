@@ -30,8 +30,8 @@ from actions.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# How long one process holds an alias move before another may take it over (it takes a second or two).
-APPLY_LEASE = timedelta(minutes=2)
+# The default lease on an alias move (Settings.promotion_lease_s).
+APPLY_LEASE = timedelta(seconds=Settings.model_fields["promotion_lease_s"].default)
 FINISHED_RUN = "FINISHED"
 PROMOTE, ROLLBACK = "promote", "rollback"
 WEBHOOK_NAME = "trainbot"
@@ -52,6 +52,7 @@ class Promotions:
         self.clock = clock
         self.state_url = settings.state_url()
         self.webhook_secret = settings.mlflow_webhook_secret.get_secret_value()
+        self.apply_lease = timedelta(seconds=settings.promotion_lease_s)
 
     @cached_property
     def events(self) -> RegistryEvents:
@@ -178,7 +179,8 @@ class Promotions:
         return self.events.receive(delivery, self.clock(), list(self.targets))
 
     def resume(self) -> list[PromotionRequest]:
-        """Finish the alias moves that a crash or an MLflow outage left undone (run on every start)."""
+        """Finish the alias moves that a crash or an MLflow outage left undone (on every start, and every
+        promotion_sweep_s in a running bot: bot/lease_sweeper.py)."""
         return [self._apply(request_id) for request_id in self.store.outbox(self.clock())]
 
     def _check(self, policy: TargetPolicy, model: str, version: int, *, beats: bool) -> None:
@@ -217,7 +219,7 @@ class Promotions:
 
     def _apply(self, request_id: str) -> PromotionRequest:
         """Move the alias if this process wins the claim; whoever holds it finishes the request."""
-        if not self.store.claim_apply(request_id, self.clock(), APPLY_LEASE):
+        if not self.store.claim_apply(request_id, self.clock(), self.apply_lease):
             return self.store.get(request_id)
         request = self.store.get(request_id)
         try:

@@ -6,7 +6,9 @@ TRAINBOT_DATA_DIR (default ./.trainbot) is where trainbot keeps its state.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,7 +18,16 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from diagnosers.collect.target import DCGM_METRICS
 
+log = logging.getLogger(__name__)
+
 CONFIG_ENV = "TRAINBOT_CONFIG"
+# What trainbot writes (state, logs, kept bundles, incident reports) is its user's alone.
+PRIVATE_UMASK = 0o077
+PRIVATE_DIR_MODE = 0o700
+MASK = "***"
+USER_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@(?P<host>[^@]*)$", re.DOTALL)
+# Query parameters whose values are credentials (?token=..., ?api_key=..., ?password=...).
+SECRET_QUERY = re.compile(r"(?P<key>[?&][^=&#]*(?:token|pass|secret|key|auth|sig|cred)[^=&#]*=)[^&#]*", re.IGNORECASE)
 
 
 class SettingsError(ValueError):
@@ -50,6 +61,10 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     # Model promotion targets and their approvers (see actions/promotion_policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)
+    # How long one process holds an alias move before another may take it over (the move takes a second or
+    # two), and how often `trainbot serve` finishes the moves whose holder died (kill -9, a lost node).
+    promotion_lease_s: float = Field(default=120.0, gt=0)
+    promotion_sweep_s: float = Field(default=15.0, gt=0)
     # The secret MLflow signs its webhook deliveries with (`trainbot model webhook URL` gives it to MLflow).
     mlflow_webhook_secret: SecretStr = SecretStr("")
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
@@ -111,6 +126,19 @@ class Settings(BaseSettings):
         """The SQLAlchemy URL of the state store (jobs, who launched what, state history)."""
         return self.state_store_url or f"sqlite:///{(self.data_dir / 'state.db').resolve()}"
 
+    def shown(self) -> dict[str, Any]:
+        """The settings as `trainbot config` prints them: secrets and the credentials inside URLs masked."""
+        return _masked(self.model_dump(mode="json"))
+
+    def private_data_dir(self) -> Path:
+        """The data directory, created 0700 (and made so, where an older trainbot left it open)."""
+        self.data_dir.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        try:
+            self.data_dir.chmod(PRIVATE_DIR_MODE)
+        except PermissionError:  # a volume's mount point owned by root: its files are still 0600
+            log.debug("cannot chmod %s; leaving its mode", self.data_dir)
+        return self.data_dir
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -150,6 +178,25 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise SettingsError(f"{CONFIG_ENV}={path}: the top level must be a mapping of setting names")
     return document
+
+
+def masked_url(url: str) -> str:
+    """`url` with the password of its user part and credential-like query values replaced by ***.
+
+    Text surgery rather than a parse and rebuild, which would change the rest (sqlite://// loses a slash).
+    A password may hold an unescaped @ or /, so it runs to the last @: where that @ is in a path, more
+    than the password is masked, never less.
+    """
+    url = USER_PASSWORD.sub(rf"\g<head>:{MASK}@\g<host>", url, count=1)
+    return SECRET_QUERY.sub(rf"\g<key>{MASK}", url)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    return masked_url(value) if isinstance(value, str) and "://" in value else value
 
 
 def load_settings() -> Settings:

@@ -22,6 +22,7 @@ ParamValue = float | int | bool | str
 # A template name becomes the prefix of DNS-1035 job names and a label value.
 TEMPLATE_NAME = r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?"
 PARAM_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
+METRIC_NAME = r"[A-Za-z_][A-Za-z0-9_./-]{0,127}"
 # Longest value accepted for one parameter; longer input is refused, not truncated.
 MAX_VALUE_CHARS = 256
 # What a manifest template accepts for parameters it does not declare: no shell syntax, no spaces.
@@ -106,8 +107,9 @@ class Param(_Strict):
 
 
 def _plain_number(text: str) -> bool:
-    # int()/float() accept underscores and surrounding whitespace; a parameter value should not.
-    return bool(re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text))
+    # int()/float() accept underscores, surrounding whitespace and other scripts' digits (Arabic-Indic,
+    # fullwidth); a parameter value takes none of them.
+    return bool(re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text))
 
 
 def _as_text(value: ParamValue) -> str:
@@ -150,9 +152,20 @@ class SweepDefaults(_Strict):
     """How a template is swept: the trainable the sweep driver calls per trial and what it optimizes."""
 
     trainable: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")]
-    metric: str = "val_loss"
+    metric: Annotated[str, Field(pattern=f"^{METRIC_NAME}$")] = "val_loss"
+    # Other metrics its trials report, which `--metric` may name instead of `metric`.
+    metrics: tuple[Annotated[str, Field(pattern=f"^{METRIC_NAME}$")], ...] = ()
     mode: Literal["min", "max"] = "min"
     cpus_per_trial: float = Field(default=1.0, gt=0)
+
+    def metric_named(self, name: str | None) -> str:
+        """The metric a sweep optimizes: `name` if its trials report it, else BadRequest listing those they do."""
+        if name is None:
+            return self.metric
+        reported = (self.metric, *self.metrics)
+        if name not in reported:
+            raise BadRequest(f"--metric {name!r}: its trials report {', '.join(reported)}; choose one of them")
+        return name
 
 
 class JobTemplate(_Strict):
@@ -269,7 +282,9 @@ TINY_TRANSFORMER = JobTemplate(
     cpus_per_worker=1.0,
     memory_per_worker="2Gi",
     scaling_flags=True,
-    sweep=SweepDefaults(trainable="workloads.tiny_transformer:tune_trial", metric="val_loss", mode="min"),
+    sweep=SweepDefaults(
+        trainable="workloads.tiny_transformer:tune_trial", metric="val_loss", metrics=("train_loss",), mode="min"
+    ),
 )
 
 BUILT_IN: dict[str, JobTemplate] = {TINY_TRANSFORMER.name: TINY_TRANSFORMER}

@@ -4,11 +4,14 @@
       launch: {channels: [C0ML]}                      # launching needs a listed channel
       sweep:  {channels: [C0ML], groups: [S0MLENG]}   # ...and here a member of a user group
       logs:   {users: [U02B]}                          # reading can be narrowed too
+      cancel-any: {users: [U0SRE]}                     # who may cancel a RayJob trainbot did not launch
 
 A rule allows a command when the channel is listed (or the rule lists none) and the user is listed or
 in a listed group (or the rule lists neither). With no rule: everyone may read; launch, sweep and cancel
-need a listed channel (cancel follows launch's rule unless it has its own); approving needs the
-promotion target's approver list, which actions/promotions.py checks whatever the rule says.
+need a listed channel (cancel follows launch's rule unless it has its own); cancelling a job trainbot did
+not launch (any RayJob its service account reaches) is `cancel-any`, which nobody may until a rule names
+it; approving needs the promotion target's approver list, which actions/promotions.py checks whatever
+the rule says.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ RULE_KEYS = {"channels", "users", "groups"}
 # Verbs that start work on the cluster: refused until a channel is listed for them.
 LAUNCHING = ("launch", "sweep")
 FOLLOWS_LAUNCH = "cancel"
+# Not a verb of its own: `/train cancel` of a job the state store does not know (slack_train.py).
+CANCEL_ANY = "cancel-any"
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,11 @@ class Authorization:
         names groups).
         """
         rule = self.rules.get(verb)
+        if rule is None and verb == CANCEL_ANY:
+            raise Forbidden(
+                "trainbot did not launch that job, and cancelling such a job is allowed to nobody yet: ask whoever "
+                f"runs trainbot to list you in slack_commands.{CANCEL_ANY}.users (or .groups) in the config"
+            )
         if rule is None:
             return
         if rule.channels is not None and channel not in rule.channels:
@@ -64,7 +74,7 @@ class Authorization:
 
 
 def _rules(configured: Mapping[str, Any]) -> dict[str, Rule]:
-    verbs = set(TRAIN_VERBS) | set(MODEL_VERBS)
+    verbs = set(TRAIN_VERBS) | set(MODEL_VERBS) | {CANCEL_ANY}
     rules = {verb: Rule(channels=frozenset()) for verb in LAUNCHING}
     for verb, body in configured.items():
         if verb not in verbs:

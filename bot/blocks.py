@@ -3,23 +3,28 @@
 Every value a person typed goes through `mrkdwn` (Slack's three escapes, so `<!channel>` shows as text
 and pings nobody) and then `tojson` (so it stays inside its JSON string). A template writes its blocks
 as JSON objects one after another, no commas between (loops and conditions stay simple); `render`
-reads them back and keeps the message within Slack's limits.
+reads them back and keeps the message within Slack's limits (bot/slack_limits.py): every text is cut
+with `clip`, every list to its count, the blocks to 50 (a modal's to 100) with a note of how many more.
+Identifiers and button values are never cut (that would change what they name): they are ours, short.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-MAX_BLOCKS = 50
-MAX_SECTION_CHARS = 3000
+from bot.slack_limits import MESSAGE_BLOCKS, SECTION_TEXT, VIEW_BLOCKS, Limit, limits, view_limits
+
+MAX_BLOCKS = MESSAGE_BLOCKS
+MAX_SECTION_CHARS = SECTION_TEXT
 MAX_FALLBACK_CHARS = 3000
 ELLIPSIS = "…"
+FENCE = "```"
 SLACK_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 SLACK_GROUP = re.compile(r"S[A-Z0-9]{2,20}")
 
@@ -53,7 +58,12 @@ def mention(value: object) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+    """`text` cut to `limit` characters with a marker (…); a closing code fence is kept, so the cut stays code."""
+    if len(text) <= limit:
+        return text
+    if text.endswith(FENCE) and limit > 2 * len(FENCE):
+        return clip(text.removesuffix(FENCE), limit - len(FENCE)) + FENCE
+    return text[: limit - 1] + ELLIPSIS
 
 
 _environment = Environment(
@@ -71,8 +81,10 @@ _environment.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
 
 
 def render_view(template: str, **context: Any) -> dict[str, Any]:
-    """A modal view (one JSON object) from bot/templates/<template>.j2."""
+    """A modal view (one JSON object) from bot/templates/<template>.j2, cut to Slack's limits."""
     [view] = _blocks(template, context)
+    view["blocks"] = _fewer(view.get("blocks") or [], VIEW_BLOCKS)
+    _cut(view_limits(view))
     return view
 
 
@@ -86,7 +98,7 @@ def render_whole(template: str, text: str, **context: Any) -> Message | None:
     """Like `render`, but None where the blocks would have to be cut to fit Slack's limits (then say it
     another way, as a file)."""
     blocks = _blocks(template, context)
-    if len(blocks) > MAX_BLOCKS or any(len(part["text"]) > MAX_SECTION_CHARS for part in _text_objects(blocks)):
+    if len(blocks) > MAX_BLOCKS or any(limit.exceeded() for limit in limits(blocks)):
         return None
     return _message(text, blocks)
 
@@ -119,20 +131,27 @@ def _skip_space(text: str, position: int) -> int:
     return position
 
 
-def _text_objects(blocks: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Sections' texts and context blocks' elements: Slack takes at most 3,000 characters of each."""
-    for block in blocks:
-        parts = [block.get("text"), *(block.get("elements", ()) if block.get("type") == "context" else ())]
-        for part in parts:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                yield part
-
-
 def _within_limits(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for part in _text_objects(blocks):
-        part["text"] = clip(part["text"], MAX_SECTION_CHARS)
-    if len(blocks) <= MAX_BLOCKS:
+    blocks = _fewer(blocks, MAX_BLOCKS)
+    _cut(limits(blocks))
+    return blocks
+
+
+def _fewer(blocks: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
+    """At most `most` blocks, the last saying how many more there were."""
+    if len(blocks) <= most:
         return blocks
-    left_out = len(blocks) - (MAX_BLOCKS - 1)
+    left_out = len(blocks) - (most - 1)
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{ELLIPSIS} and {left_out} more"}]}
-    return [*blocks[: MAX_BLOCKS - 1], note]
+    return [*blocks[: most - 1], note]
+
+
+def _cut(found: Iterable[Limit]) -> None:
+    """Texts clipped and lists shortened to their limits, in place."""
+    for limit in list(found):  # walked whole first: cutting replaces lists the walk reads
+        if not limit.exceeded():
+            continue
+        if isinstance(limit.value, list):
+            limit.holder[limit.key] = limit.value[: limit.most]
+        elif limit.key == "text":
+            limit.holder[limit.key] = clip(limit.value, limit.most)

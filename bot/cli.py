@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from actions.errors import ActionError
-from actions.settings import SettingsError
+from actions.settings import PRIVATE_UMASK, SettingsError
 from bot.db_commands import add_db_commands
 from bot.job_commands import add_job_commands, parse_job_words
 from bot.model_commands import add_model_commands
@@ -66,7 +67,7 @@ def _config(args: argparse.Namespace) -> int:
         settings = load_settings()
     except SettingsError as error:
         raise UserError(str(error)) from None
-    print(json.dumps(settings.model_dump(mode="json"), indent=2))
+    print(json.dumps(settings.shown(), indent=2))
     return 0
 
 
@@ -75,6 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
     from bot.web import serve_everything  # noqa: PLC0415
 
     settings = load_settings()
+    settings.private_data_dir()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         serve_everything(settings, args.host, args.port, socket_mode=args.socket_mode)
@@ -133,6 +135,9 @@ def _console_user() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Files trainbot (and the Ray head it starts) creates are 0600 and folders 0700: the state store,
+    # logs, kept bundles and incident reports hold job logs and credentials' neighbours.
+    os.umask(PRIVATE_UMASK)
     args = parse_job_words(build_parser(), argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
@@ -149,12 +154,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _unexpected() -> int:
-    """Keep the traceback in a file and show its correlation id, never the traceback itself."""
-    correlation = uuid.uuid4().hex[:12]
-    report = Path(tempfile.gettempdir()) / f"trainbot-error-{correlation}.log"
-    report.write_text(traceback.format_exc(), encoding="utf-8")
-    print(f"trainbot: unexpected error {correlation}; details in {report}. Please report it.", file=sys.stderr)
+    """Keep the traceback in an incident report and show its id, never the traceback itself."""
+    incident = uuid.uuid4().hex[:12]
+    report = _incident_dir() / f"incident-{incident}.log"
+    report.write_text(traceback.format_exc(), encoding="utf-8")  # 0600: main's umask
+    print(
+        f"trainbot: unexpected error, incident {incident}; details in {report.resolve()}. Please report it.",
+        file=sys.stderr,
+    )
     return 1
+
+
+def _incident_dir() -> Path:
+    """<data dir>/incidents; a private temporary folder where the settings cannot say which data dir."""
+    from actions.settings import load_settings  # noqa: PLC0415
+
+    try:
+        folder = load_settings().private_data_dir() / "incidents"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        return folder
+    except (SettingsError, OSError):
+        return Path(tempfile.mkdtemp(prefix="trainbot-incident-"))
 
 
 if __name__ == "__main__":

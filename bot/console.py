@@ -228,8 +228,7 @@ class Console:
 def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out: TextIO = sys.stdout) -> int:
     """The console until `quit` or the end of input; `lines` from a script (echoed), else typed at a prompt.
     A script's `wait` that gives up ends it with 1."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    log_file = settings.data_dir / "console.log"
+    log_file = settings.private_data_dir() / "console.log"
     # The bot's own log goes to a file: the terminal is the chat.
     logging.basicConfig(
         filename=log_file,

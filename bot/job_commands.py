@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
 WAIT_POLL_S = 2.0
+# The most jobs a listing and the most lines a log tail asks for: more is a mistake, refused before any store.
+MAX_LIMIT = 1000
+MAX_TAIL_LINES = 100_000
+# ASCII digits only: int() also reads other scripts' digits (Arabic-Indic, fullwidth): no number here.
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
 
 
 def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,18 +41,20 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
 
     sweep = commands.add_parser("sweep", help="a Ray Tune sweep over a template, tracked in MLflow")
     sweep.add_argument("words", nargs="+", metavar="TEMPLATE [key=SPACE ...]", help="e.g. lr=loguniform(1e-4,1e-2)")
-    sweep.add_argument("--trials", type=int, required=True, help="number of trials")
+    sweep.add_argument("--trials", type=whole_number(), required=True, help="number of trials")
     sweep.add_argument("--metric", help="metric to optimize (default: the template's)")
     sweep.add_argument("--mode", choices=("min", "max"), help="minimize or maximize --metric")
     sweep.add_argument("--scheduler", choices=("asha", "none"), default="none", help="asha stops poor trials early")
-    sweep.add_argument("--workers", type=int, help="Ray workers of the KubeRay cluster the sweep runs on")
+    sweep.add_argument("--workers", type=whole_number(), help="Ray workers of the KubeRay cluster the sweep runs on")
     _submission(sweep)
     sweep.set_defaults(handler=_submit, kind="sweep")
 
     jobs = commands.add_parser("jobs", help="jobs trainbot launched, newest first")
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
     jobs.add_argument("--requester", help="only jobs launched by this person")
-    jobs.add_argument("--limit", type=int, default=50, help="at most this many (1 or more)")
+    jobs.add_argument(
+        "--limit", type=whole_number(1, MAX_LIMIT), default=50, help=f"at most this many (1 to {MAX_LIMIT})"
+    )
     add_output_option(jobs, names=True)
     jobs.set_defaults(handler=_jobs)
 
@@ -58,7 +66,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
 
     logs = commands.add_parser("logs", help="a job's driver log")
     logs.add_argument("job", metavar="JOB")
-    logs.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    logs.add_argument("--tail", type=whole_number(0, MAX_TAIL_LINES), metavar="N", help="only the last N lines")
     logs.set_defaults(handler=_logs)
 
     cancel = commands.add_parser("cancel", help="stop a job")
@@ -81,6 +89,17 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     watch.set_defaults(handler=_watch)
 
 
+def whole_number(least: int = 0, most: int = 10**9 - 1) -> Callable[[str], int]:
+    """An argparse type: a whole number of ASCII digits from `least` to `most`, else argparse's one-line error."""
+
+    def parse(text: str) -> int:
+        if not WHOLE_NUMBER.fullmatch(text) or not least <= int(text) <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {least} to {most}")
+        return int(text)
+
+    return parse
+
+
 def parse_job_words(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse `argv`; key=value words may come after options too (`sweep T --trials 10 lr=...`)."""
     args, extra = parser.parse_known_args(argv)
@@ -92,8 +111,8 @@ def parse_job_words(parser: argparse.ArgumentParser, argv: Sequence[str] | None)
 
 
 def _sizing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, help="Ray Train workers (default: the template's)")
-    parser.add_argument("--gpus", type=int, help="GPUs per worker (default: the template's)")
+    parser.add_argument("--workers", type=whole_number(), help="Ray Train workers (default: the template's)")
+    parser.add_argument("--gpus", type=whole_number(), help="GPUs per worker (default: the template's)")
 
 
 def _submission(parser: argparse.ArgumentParser) -> None:
@@ -176,8 +195,6 @@ def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace)
 def _jobs(args: argparse.Namespace) -> int:
     from bot.job_view import jobs_table  # noqa: PLC0415
 
-    if args.limit < 1:
-        raise BadRequest("--limit takes a number of jobs, 1 or more")
     records = _jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
     if args.output == "name":
         print("\n".join(record.name for record in records))
@@ -202,8 +219,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    if args.tail is not None and args.tail < 0:
-        raise BadRequest("--tail takes a number of lines, 0 or more")
     text = _jobs_service(_settings()).logs(args.job, args.tail)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0

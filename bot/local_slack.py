@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from bot.slack_limits import slack_refusal
 from bot.web import in_thread
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ WAIT_S = 15.0
 BOT_USER = "UTRAINBOT"
 # The app-level token apps.connections.open takes (as its bearer), and no other.
 APP_TOKEN = "xapp-1-A0TRAINBOT-1-local"
+OVERFLOW_ERRORS = frozenset({"invalid_blocks", "msg_too_long", "invalid_arguments"})
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class LocalSlack:
             listener(call)
         return answer
 
+    def overflows(self) -> list[Call]:
+        """The calls refused for breaking a Block Kit or message limit (the `slack` fixture fails on any)."""
+        return [call for call in self.calls if call.answer.get("error") in OVERFLOW_ERRORS]
+
     def wait_for(self, method: str, count: int = 1, timeout_s: float = WAIT_S) -> list[Call]:
         """The calls of `method` once there are `count` of them; fails the test after `timeout_s`."""
 
@@ -92,6 +98,8 @@ class LocalSlack:
     def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
         if method in self.refusing:
             return {"ok": False, "error": self.refusing[method]}
+        if (refusal := slack_refusal(method, params)) is not None:
+            return refusal
         if method == "apps.connections.open":
             return self._connections_open(token)
         ts = f"{time.time():.6f}"

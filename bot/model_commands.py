@@ -84,7 +84,8 @@ def _acting(parser: argparse.ArgumentParser) -> None:
 
 
 def _version(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    # isdigit() alone also takes other scripts' digits, which int() reads; a version is ASCII.
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a model version number (1, 2, ...)")
     return int(text)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from bot.authorization import CANCEL_ANY
 from bot.blocks import Message, clip, mrkdwn, notice, render
 from bot.cli import add_diagnose_command
 from bot.job_commands import add_job_commands, plan_job
@@ -55,7 +56,7 @@ def answer_train(slash: Slash, desk: TrainDesk) -> Message:
     if command.verb == "logs":
         return train_logs(command, desk.jobs())
     if command.verb == "cancel":
-        return train_cancel(command, desk.jobs())
+        return train_cancel(command, slash, desk)
     return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
 
 
@@ -81,7 +82,7 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
 
 def train_logs(command: Command, jobs: Jobs) -> Message:
     tail = LOG_LINES if command.args.tail is None else command.args.tail
-    lines = jobs.logs(command.args.job, max(tail, 0)).splitlines()
+    lines = jobs.logs(command.args.job, tail).splitlines()
     shown: list[str] = []
     for line in reversed(lines):  # the newest lines that fit
         if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:
@@ -93,7 +94,11 @@ def train_logs(command: Command, jobs: Jobs) -> Message:
     return render("code", title, title=title, code="\n".join(shown) or "(no output yet)")
 
 
-def train_cancel(command: Command, jobs: Jobs) -> Message:
+def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Stop a job; one trainbot did not launch (any RayJob the bot's service account reaches) needs cancel-any."""
+    jobs = desk.jobs()
+    if not jobs.launched(command.args.job):
+        desk.authorize(CANCEL_ANY, slash)
     status = jobs.cancel(command.args.job, suspend=command.args.suspend)
     return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
 

@@ -211,6 +211,7 @@ def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSG
     """The WSGI app of every endpoint, with the Slack bot and its background threads started when Slack is
     configured; the bot too, for the console."""
     from actions.alert_threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
+    from bot.lease_sweeper import start_lease_sweeper  # noqa: PLC0415
     from bot.model_commands import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
 
     if socket_mode:
@@ -218,6 +219,7 @@ def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSG
 
         check_socket_mode_settings(settings)
     promotions = promotions_service(settings)
+    start_lease_sweeper(promotions, settings.promotion_sweep_s)
     alerts = AlertThreads(settings.state_url(), settings.alert_thread_labels)
     alerts.create_schema()
     metrics = Metrics()

@@ -20,6 +20,8 @@ def slack() -> Iterator[LocalSlack]:
     """The local Slack, recording what the bot calls; a test module may override it (user groups, Socket Mode)."""
     with local_slack() as served:
         yield served
+    # Whatever the test checked, Slack would have refused these: a limit the bot's rendering broke.
+    assert not served.overflows(), [(call.method, call.answer) for call in served.overflows()]
 
 
 @pytest.fixture(scope="session")

@@ -41,6 +41,7 @@ def alertmanager_installed() -> None:
 def slack() -> Iterator[LocalSlack]:
     with local_slack() as stand_in:
         yield stand_in
+    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
 
 
 class Trainbot:

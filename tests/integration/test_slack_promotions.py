@@ -51,6 +51,7 @@ def slack() -> Iterator[LocalSlack]:
     with local_slack() as stand_in:
         stand_in.usergroups = {"S0MLLEADS": [DAVE]}
         yield stand_in
+    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
 
 
 @pytest.fixture

@@ -63,3 +63,14 @@ def test_users_and_groups_narrow_who_and_groups_are_asked_only_when_needed():
 def test_config_mistakes_name_the_key(configured, message):
     with pytest.raises(SettingsError, match=message):
         Authorization(configured)
+
+
+def test_cancelling_a_job_trainbot_did_not_launch_is_nobody_s_until_a_rule_names_who():
+    with pytest.raises(Forbidden, match=r"^trainbot did not launch that job, .* slack_commands.cancel-any.users"):
+        Authorization({"launch": {"channels": ["C0ML"]}}).check("cancel-any", "U01ALICE", "C0ML", nobody)
+    rules = Authorization({"cancel-any": {"users": ["U0SRE"], "channels": ["C0OPS"]}})
+    rules.check("cancel-any", "U0SRE", "C0OPS", nobody)
+    with pytest.raises(Forbidden, match=r"^you may not cancel-any here"):
+        rules.check("cancel-any", "U01ALICE", "C0OPS", nobody)
+    with pytest.raises(Forbidden, match=r"^cancel-any is allowed only in C0OPS"):
+        rules.check("cancel-any", "U0SRE", "C0ML", nobody)

@@ -5,6 +5,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,6 @@ def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
         (["launch", "lr=0.1", "--dry-run"], "name a template first"),
         (["launch", "--manifest", "/nonexistent.yaml", "--dry-run"], "/nonexistent.yaml: cannot read it"),
         (["sweep", "tiny-transformer", "--trials", "3", "lr=0.1", "--dry-run"], "nothing to search"),
-        (["jobs", "--limit", "0"], "--limit takes a number of jobs"),
     ],
 )
 def test_launch_mistakes_exit_2_with_one_line(args, message):
@@ -188,3 +188,76 @@ def test_output_name_prints_only_a_fresh_job_name():
     assert first.returncode == 0, first.stderr
     assert DNS_1035.match(first.stdout.strip()) and first.stdout.count("\n") == 1
     assert first.stdout != second.stdout
+
+
+def test_config_masks_the_credentials_inside_urls():
+    urls = {
+        "TRAINBOT_STATE_STORE_URL": "postgresql+psycopg://trainbot:pg-password-value@db:5432/trainbot?sslmode=require",
+        "TRAINBOT_MLFLOW_TRACKING_URI": "https://ml:mlflow-password-value@mlflow.internal:5000",
+        "TRAINBOT_PROMETHEUS_URL": "https://prometheus.internal/api?access_token=prom-query-token&dedup=true",
+        "TRAINBOT_ALERTMANAGER_URL": "http://am:am-password-value@alertmanager:9093",
+    }
+    result = run("config", env=urls)
+    assert result.returncode == 0, result.stderr
+    assert not [
+        secret for secret in ("pg-password", "mlflow-password", "prom-query", "am-password") if secret in result.stdout
+    ]
+    shown = json.loads(result.stdout)
+    assert shown["state_store_url"] == "postgresql+psycopg://trainbot:***@db:5432/trainbot?sslmode=require"
+    assert shown["mlflow_tracking_uri"] == "https://ml:***@mlflow.internal:5000"
+    assert shown["prometheus_url"] == "https://prometheus.internal/api?access_token=***&dedup=true"
+    assert shown["alertmanager_url"] == "http://am:***@alertmanager:9093"
+
+
+def modes(root: Path) -> dict[str, int]:
+    """The permission bits of `root` and of everything under it, by path relative to it."""
+    return {str(path.relative_to(root)): path.stat().st_mode & 0o777 for path in [root, *root.rglob("*")]}
+
+
+def run_with_umask_022(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**clean, **env}, check=False,
+        preexec_fn=lambda: os.umask(0o022),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_data_directory_and_its_files_are_private(tmp_path, existing):
+    data = tmp_path / "data"
+    if existing:  # as an older trainbot left it
+        data.mkdir(mode=0o755)
+        data.chmod(0o755)
+    result = run_with_umask_022([str(TRAINBOT), "jobs"], {"TRAINBOT_DATA_DIR": str(data)})
+    assert result.returncode == 0, result.stderr
+    found = modes(data)
+    assert "state.db" in found
+    assert found == {path: 0o700 if (data / path).is_dir() else 0o600 for path in found}
+
+
+CRASHING_CLI = """
+import sys
+import tempfile
+from actions.operations import Jobs
+from bot.cli import main
+
+def crash(*args, **kwargs):
+    raise RuntimeError("the traceback of a bug, with secret-looking-detail")
+
+Jobs.list = crash
+sys.exit(main(["jobs"]))
+"""
+
+
+def test_an_incident_report_is_private_in_the_data_directory(tmp_path):
+    data = tmp_path / "data"
+    before = set(Path(tempfile.gettempdir()).glob("trainbot-error-*"))
+    result = run_with_umask_022([sys.executable, "-c", CRASHING_CLI], {"TRAINBOT_DATA_DIR": str(data)})
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("trainbot: unexpected error, incident ") and "Traceback" not in line
+    [report] = (data / "incidents").iterdir()
+    assert str(report) in line
+    assert "secret-looking-detail" in report.read_text(encoding="utf-8")
+    assert (modes(data / "incidents"), report.stat().st_mode & 0o777) == ({".": 0o700, report.name: 0o600}, 0o600)
+    assert set(Path(tempfile.gettempdir()).glob("trainbot-error-*")) == before

@@ -45,6 +45,7 @@ POSTED = Call("chat.postMessage", {"text": "tiny-transformer v3 -> staging"}, {"
 def slack() -> Iterator[LocalSlack]:
     with local_slack(socket_mode=True) as stand_in:
         yield stand_in
+    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
 
 
 @pytest.fixture

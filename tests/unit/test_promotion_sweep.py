@@ -1,0 +1,87 @@
+"""A running `trainbot serve` finishes an alias move whose mover was killed (-9) once its lease runs out:
+the request does not wait for the next CLI command or restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow import MlflowClient
+
+from actions.promotion_policy import Actor
+from actions.promotion_store import PromotionState
+from actions.promotions import Promotions
+from actions.settings import Settings
+from tests.processes import free_port, serving
+from tests.unit.test_cli import TRAINBOT
+
+POLICY = {"targets": {"staging": {"approvers": ["U02B"], "approvals": 1}}}
+LEASE_S, SWEEP_S = 1.0, 0.3
+FINISHED_WITHIN_S = 30
+
+KILLED_WHILE_MOVING = """
+import os, signal, sys
+from actions.promotion_policy import Actor
+from actions.promotions import Promotions
+from actions.registry import Registry
+from actions.settings import Settings
+
+class KilledMidMove(Registry):
+    def move_alias(self, model, alias, version):
+        if sys.argv[3] == "after":
+            super().move_alias(model, alias, version)
+        os.kill(os.getpid(), signal.SIGKILL)  # the approval and the claim are recorded, the move is not
+
+settings = Settings.model_validate_json(sys.argv[1])
+Promotions(settings, registry=KilledMidMove(settings.tracking_uri())).approve(Actor("U02B"), sys.argv[2])
+"""
+
+
+def registered(uri: str, model: str) -> MlflowClient:
+    """`model` with v1 and v2 (finished runs), staging at v1."""
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    experiment = client.create_experiment("sweeps")
+    client.create_registered_model(model)
+    for _ in range(2):
+        run = client.create_run(experiment)
+        client.set_terminated(run.info.run_id)
+        client.create_model_version(model, source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id)
+    client.set_registered_model_alias(model, "staging", "1")
+    return client
+
+
+@pytest.mark.parametrize("killed", ["before", "after"])
+def test_a_running_bot_finishes_the_move_of_a_killed_mover(tmp_path: Path, killed: str):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = registered(uri, "tiny")
+    settings = Settings(
+        data_dir=tmp_path / "data", mlflow_tracking_uri=uri, promotion=POLICY, promotion_lease_s=LEASE_S
+    )
+    request = Promotions(settings).request(Actor("U01ALICE"), "tiny", 2, "staging")
+
+    config = tmp_path / "trainbot.yaml"
+    config.write_text(yaml.safe_dump({"promotion": POLICY}))
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
+    env = {**clean, "TRAINBOT_CONFIG": str(config), "TRAINBOT_DATA_DIR": str(settings.data_dir),
+           "TRAINBOT_MLFLOW_TRACKING_URI": uri, "TRAINBOT_PROMOTION_SWEEP_S": str(SWEEP_S)}  # fmt: skip
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/healthz"
+    with serving([str(TRAINBOT), "serve", "--port", str(port)], tmp_path / "serve.log", url, env):
+        mover = subprocess.run(
+            [sys.executable, "-c", KILLED_WHILE_MOVING, settings.model_dump_json(), request.id, killed],
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert mover.returncode == -signal.SIGKILL
+        store = Promotions(settings).store
+        deadline = time.monotonic() + FINISHED_WITHIN_S
+        while (state := store.get(request.id).state) == PromotionState.APPROVING and time.monotonic() < deadline:
+            time.sleep(0.2)
+    assert state == PromotionState.APPROVED, (tmp_path / "serve.log").read_text()[-3000:]
+    assert client.get_registered_model("tiny").aliases == {"staging": 2}
+    assert [event.actor for event in Promotions(settings).history("tiny") if event.actor == "trainbot"] == ["trainbot"]
