@@ -57,8 +57,7 @@ class SlackPosts(Database):
             changed = conn.execute(update(shown).where(shown.c.key == key, shown.c.state != state).values(state=state))
             if changed.rowcount:
                 return True
-            inserted = conn.execute(self._insert(shown).values(key=key, state=state).on_conflict_do_nothing())
-            return bool(inserted.rowcount)
+            return self.insert_new(conn, shown, {"key": key, "state": state}) is not None
 
     def showing_other_than(self, prefix: str, states: Collection[str]) -> list[str]:
         """Keys starting with `prefix` whose post shows none of `states` (jobs whose thread is not at an end)."""

@@ -1,7 +1,7 @@
 """Alertmanager's webhook into alert threads: bodies shaped exactly as Alertmanager 0.25 sends them, over
-HTTP to the real WSGI app, recorded in a real sqlite state store, posted by the alert poster to the local
-Slack stand-in (threads, replies, edits, the storm digest), and the Silence button against an
-Alertmanager that is not there."""
+HTTP to the real WSGI app, recorded in a real state store (sqlite and PostgreSQL), posted by the alert
+poster to the local Slack stand-in (threads, replies, edits, the storm digest), and the Silence button
+against an Alertmanager that is not there."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ THREAD = "ml/rayjob=llm-ft"
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    return slack_settings(tmp_path, slack)
+def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 @pytest.fixture
@@ -437,10 +437,12 @@ def test_an_alert_storm_is_recorded_in_full_and_reaches_slack_paced_and_summed_u
     assert sum(int(reply.group(1)) for reply in replies) + sum(int(alerts) for alerts, _ in counted) == 500
 
 
-def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_diagnosis(slack, tmp_path):
+def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_diagnosis(
+    slack, tmp_path, state_store_url
+):
     """start_everything wires the alert poster to the bot's diagnoses: a job no backend here runs gets a line
     saying so in its thread, not silence."""
-    settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL)
+    settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL, state_store_url=state_store_url)
     app, bot = start_everything(settings)
     assert bot is not None
     with serving_locally(app) as url:

@@ -15,8 +15,8 @@ from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 
 
 @pytest.fixture
-def posts(tmp_path) -> SlackPosts:
-    store = SlackPosts(f"sqlite:///{tmp_path / 'state.db'}")
+def posts(state_store_url) -> SlackPosts:
+    store = SlackPosts(state_store_url)
     store.create_schema()
     return store
 
