@@ -1,6 +1,6 @@
 """The approval flow in Slack end to end: a request posted for its approvers, buttons clicked by the
 wrong and the right people, the reject modal, over signed HTTP to the real App, against a real sqlite
-MLflow registry, with Slack's side played by the local stand-in."""
+MLflow registry and a state store on sqlite and on PostgreSQL, with Slack's side played by the local stand-in."""
 
 from __future__ import annotations
 
@@ -54,9 +54,10 @@ def slack() -> Iterator[LocalSlack]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
+def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
     return Settings(
         data_dir=tmp_path,
+        state_store_url=state_store_url,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         promotion=POLICY,
         slack_bot_token="xoxb-test",

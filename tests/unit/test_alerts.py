@@ -10,6 +10,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from wsgiref.simple_server import make_server
@@ -22,14 +23,15 @@ from actions.alert_threads import AlertThreads, thread_for
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.slack_posts import Post, SlackPosts
-from bot.alert_poster import AlertPoster, start_alert_poster
+from bot.alert_poster import POLL_S, AlertPoster, start_alert_poster
 from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.slack_app import build_slack_app
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 from bot.web import in_thread, make_app, serving_locally, start_everything
 from tests.alertmanager import alert, notification
-from tests.processes import free_port
-from tests.unit.test_slack_commands import SECRET, slack_settings, texts
+from tests.processes import free_port, serving
+from tests.unit.test_cli import TRAINBOT
+from tests.unit.test_slack_commands import SECRET, serve_env, slack_settings, texts
 
 CHANNEL = "C0ALERTS"
 T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -456,3 +458,35 @@ def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_
     [reply] = said
     assert reply.params["thread_ts"] == parent.answer["ts"]
     assert "no local Ray head answers" in reply.params["text"]
+
+
+def test_two_trainbot_serves_on_one_state_store_open_a_thread_once(slack, tmp_path, state_store_url):
+    """Two replicas behind one Service, as deploy/'s prod overlay runs them on PostgreSQL: Alertmanager's
+    HA pair sends each of them the same notification, and the alerts channel gets one thread with one
+    reply, however their poster rounds interleave."""
+    bodies = [notification([alert(GPU_HOT, T0), alert(NCCL_STALL, T0)])] * 2
+    with ExitStack() as bots:
+        urls = []
+        for replica in ("a", "b"):
+            port, folder = free_port(), tmp_path / replica
+            folder.mkdir()
+            env = serve_env(slack, folder, alerts_channel=CHANNEL, state_store_url=state_store_url)
+            url = f"http://127.0.0.1:{port}"
+            bots.enter_context(
+                serving([str(TRAINBOT), "serve", "--port", str(port)], folder / "serve.log", f"{url}/healthz", env)
+            )
+            urls.append(url)
+        receipts = [deliver(f"{url}/alerts/alertmanager", body) for url, body in zip(urls, bodies, strict=True)]
+        parent = slack.wait_for("chat.postMessage")[0]
+        deadline = time.monotonic() + 30
+        while not [call for call in posted(slack) if call.params.get("text", "").startswith("No diagnosis of")]:
+            assert time.monotonic() < deadline, [call.params.get("text") for call in posted(slack)]
+            time.sleep(0.2)
+        time.sleep(3 * POLL_S)  # rounds of both posters, each of which could post again
+    assert sorted((receipt["recorded"], receipt["duplicates"]) for receipt in receipts) == [(0, 2), (2, 0)]
+    parents = [call for call in posted(slack) if "thread_ts" not in call.params]
+    assert [call.params["text"] for call in parents] == ["Firing: ml/llm-ft: GPUHot, NCCLStall"]
+    replies = [call for call in posted(slack) if call.params.get("thread_ts") == parent.answer["ts"]]
+    said = sorted(texts(call.params) for call in replies)
+    assert len(said) == 2 and said[0].startswith("*2 new* · 2 of 2 alerts firing"), said
+    assert said[1].startswith("No diagnosis of llm-ft"), said
