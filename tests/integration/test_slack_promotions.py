@@ -5,6 +5,7 @@ MLflow registry and a state store on sqlite and on PostgreSQL, with Slack's side
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,7 +182,7 @@ def test_approve_and_rollback_by_command_edit_and_post(bot, slack, client):
 
 
 def delivery(event: str, **data: str) -> Delivery:
-    return Delivery(f"delivery-{event}-{sorted(data.items())}", event, data, datetime.now(UTC))
+    return Delivery(str(uuid.uuid4()), event, data, datetime.now(UTC))  # as MLflow names its deliveries
 
 
 def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):
