@@ -307,13 +307,8 @@ class AlertThreads(Database):
             "received_at": at,
             "stale": False,
         }
-        insert = (
-            self._insert(alert_events)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=["fingerprint", "starts_at", "status"])
-        )
-        result = conn.execute(insert)
-        return result.inserted_primary_key[0] if result.rowcount == 1 else None
+        inserted = self.insert_new(conn, alert_events, values, conflict=["fingerprint", "starts_at", "status"])
+        return None if inserted is None else inserted.id
 
     def _advance(self, conn: Connection, alert: Alert, key: str) -> bool:
         """Move the alert's state to this event's; False when the event is older than the state."""
@@ -324,8 +319,7 @@ class AlertThreads(Database):
             "starts_at": alert.starts_at,
             "ends_at": alert.ends_at,
         }
-        first = self._insert(alert_states).values(fingerprint=alert.fingerprint, **values).on_conflict_do_nothing()
-        if conn.execute(first).rowcount == 1:
+        if self.insert_new(conn, alert_states, {"fingerprint": alert.fingerprint, **values}) is not None:
             return True
         this = alert_states.c.fingerprint == alert.fingerprint
         stored = conn.execute(

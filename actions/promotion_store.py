@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from actions.errors import Conflict, NotFound
-from actions.store import Database, UTCDateTime
+from actions.store import Database, UTCDateTime, check_lengths
 
 
 class PromotionState(StrEnum):
@@ -210,6 +210,7 @@ class PromotionStore(Database):
             "expires_at": at + expires_in,
             "updated_at": at,
         }
+        check_lengths(requests, row)
         try:
             with self.engine.begin() as conn:
                 conn.execute(requests.insert().values(row))
@@ -255,9 +256,8 @@ class PromotionStore(Database):
             if at >= request.expires_at:
                 _close(conn, request, PromotionState.EXPIRED, "system", at, "expired before its approvals")
                 return Approval(_read(conn, request_id), counted=False, completed=False)
-            insert = self._insert(approvals).values(request_id=request_id, approver=approver, at=at)
-            counted = conn.execute(insert.on_conflict_do_nothing()).rowcount == 1
-            if not counted:
+            approval = {"request_id": request_id, "approver": approver, "at": at}
+            if self.insert_new(conn, approvals, approval) is None:
                 return Approval(request, counted=False, completed=False)
             _event(conn, request, "approval", approver, at, None)
             given = conn.scalar(select(func.count()).where(approvals.c.request_id == request_id)) or 0
@@ -435,7 +435,9 @@ def _event(
 
 def record_event(conn: Connection, event: PromotionEvent) -> None:
     """One line of a model's audit trail; its fields are the table's columns."""
-    conn.execute(events.insert().values(asdict(event)))
+    values = asdict(event)
+    check_lengths(events, values)
+    conn.execute(events.insert().values(values))
 
 
 def _read(conn: Connection, request_id: str) -> PromotionRequest:

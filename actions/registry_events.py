@@ -98,8 +98,8 @@ class RegistryEvents(Database):
     def receive(self, delivery: Delivery, at: datetime, targets: Sequence[str]) -> Receipt:
         """Record the delivery and the notices it raises, once; a delivery seen before raises none."""
         with self.engine.begin() as conn:
-            first = self._insert(deliveries).values(id=delivery.id, event=delivery.event, received_at=at)
-            if conn.execute(first.on_conflict_do_nothing()).rowcount == 0:
+            first = {"id": delivery.id, "event": delivery.event, "received_at": at}
+            if self.insert_new(conn, deliveries, first) is None:
                 return Receipt(delivery.id, delivery.event, duplicate=True)
             drafts = _interpret(conn, delivery, at, targets)
             return Receipt(delivery.id, delivery.event, False, tuple(_record(conn, draft, at) for draft in drafts))

@@ -1,15 +1,24 @@
 """Where the bot posted about something (a promotion request, later a job or an alert group), so a
-later change edits that message or replies in its thread, across restarts. Keys are "<kind>:<id>"."""
+later change edits that message or replies in its thread, across restarts. Keys are "<kind>:<id>".
+
+Several bots may serve one state store (two `trainbot serve` replicas on PostgreSQL): a poster that reads
+what is unposted and then posts it takes its turn first (`claim`), so only one of them posts it. A turn
+is a slack_posts row without a message (`ts` empty) whose `posted_at` is when the turn lapses, so a bot
+that died holding one holds it only that long."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Column, MetaData, String, Table, select, update
+from sqlalchemy import Column, MetaData, String, Table, delete, select, update
 
 from actions.store import Database, UTCDateTime
+
+# A poster's round takes seconds; a bot that died in one keeps the others from posting for this long.
+TURN_LEASE = timedelta(minutes=2)
 
 metadata = MetaData()
 
@@ -46,6 +55,31 @@ class SlackPosts(Database):
         with self.engine.begin() as conn:
             conn.execute(insert.on_conflict_do_nothing())
 
+    def claim(self, turn: str, at: datetime, lease: timedelta) -> bool:
+        """Take `turn` until `at + lease`; False while another caller holds it."""
+        until = at + lease
+        with self.engine.begin() as conn:
+            if self.insert_new(conn, posts, {"key": turn, "channel": "", "ts": "", "posted_at": until}) is not None:
+                return True
+            lapsed = update(posts).where(posts.c.key == turn, posts.c.ts == "", posts.c.posted_at <= at)
+            return conn.execute(lapsed.values(posted_at=until)).rowcount == 1
+
+    def release(self, turn: str) -> None:
+        """Give `turn` back, so the next caller need not wait for the lease to run out."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(posts).where(posts.c.key == turn, posts.c.ts == ""))
+
+    @contextmanager
+    def turn(self, turn: str, lease: timedelta = TURN_LEASE) -> Iterator[bool]:
+        """Whether this caller holds `turn` for the block (see the module's docstring); given back after it."""
+        if not self.claim(turn, datetime.now(UTC), lease):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self.release(turn)
+
     def find(self, key: str) -> Post | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(posts.c.channel, posts.c.ts).where(posts.c.key == key)).first()
@@ -57,8 +91,7 @@ class SlackPosts(Database):
             changed = conn.execute(update(shown).where(shown.c.key == key, shown.c.state != state).values(state=state))
             if changed.rowcount:
                 return True
-            inserted = conn.execute(self._insert(shown).values(key=key, state=state).on_conflict_do_nothing())
-            return bool(inserted.rowcount)
+            return self.insert_new(conn, shown, {"key": key, "state": state}) is not None
 
     def showing_other_than(self, prefix: str, states: Collection[str]) -> list[str]:
         """Keys starting with `prefix` whose post shows none of `states` (jobs whose thread is not at an end)."""

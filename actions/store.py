@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Row,
     String,
     Table,
     Text,
@@ -211,6 +212,19 @@ class Database:
     def close(self) -> None:
         self.engine.dispose()
 
+    def insert_new(
+        self, conn: Connection, table: Table, values: Mapping[str, Any], conflict: Sequence[str] | None = None
+    ) -> Row[Any] | None:
+        """Insert the row unless one with the same key (`conflict`, else any unique one) exists: the new
+        row's primary key, or None when it was there already.
+
+        RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT DO NOTHING whether it
+        inserted or not; both dialects return the row only when it was inserted (sqlite since 3.35).
+        """
+        check_lengths(table, values)
+        insert = self._insert(table).values(values).on_conflict_do_nothing(index_elements=conflict)
+        return conn.execute(insert.returning(*table.primary_key.columns)).first()
+
     def create_schema(self) -> None:
         """Bring the database (every Database's tables) to the newest schema revision. Safe on every start,
         also when the bot and the CLI start at once; a database from before versioning is recognised."""
@@ -244,8 +258,7 @@ class Store(Database):
             **_status_values(status),
         }
         with self.engine.begin() as conn:
-            insert = self._insert(jobs).values(row).on_conflict_do_nothing(index_elements=[jobs.c.name])
-            if conn.execute(insert).rowcount == 0:
+            if self.insert_new(conn, jobs, row) is None:
                 raise Conflict(f"a job named {launch.name} already exists; launch again for a fresh name")
             _append_event(conn, status, now)
             return _read_job(conn, launch.name)
@@ -341,6 +354,18 @@ class Store(Database):
         upsert = upsert.on_conflict_do_update(index_elements=[cursors.c.key], set_={"value": value})
         with self.engine.begin() as conn:
             conn.execute(upsert)
+
+
+def check_lengths(table: Table, values: Mapping[str, Any]) -> None:
+    """BadRequest for a text longer than its column, before writing it: PostgreSQL would refuse it with
+    an error, sqlite would keep it whole; this way both dialects answer the same."""
+    for name, value in values.items():
+        limit = getattr(table.c[name].type, "length", None)
+        if isinstance(value, str) and limit is not None and len(value) > limit:
+            raise BadRequest(
+                f"the {name.replace('_', ' ')} {value[:20]!r}… is {len(value)} characters long; "
+                f"the state store keeps at most {limit}"
+            )
 
 
 def _parse_url(url: str) -> URL:

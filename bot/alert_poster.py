@@ -38,6 +38,7 @@ POLL_S = 2.0
 CALLS_PER_ROUND = 8
 OPENS_PER_ROUND = 3
 POST_KEY_PREFIX = "alert:"
+ROUND_TURN = "turn:alert-poster"
 
 # Told of each job thread that opens: (job, namespace, the parent post). It runs on the poster's thread,
 # so it should hand slow work (collecting and diagnosing) to a worker of its own.
@@ -69,7 +70,12 @@ class AlertPoster:
         self.opens_per_round = opens_per_round
 
     def round(self) -> int:
-        """Post what is new since the last round; the number of Slack calls made."""
+        """Post what is new since the last round; the number of Slack calls made (none while another bot
+        on this state store posts its round: both would open the same threads)."""
+        with self.poster.posts.turn(ROUND_TURN) as ours:
+            return self._post_news() if ours else 0
+
+    def _post_news(self) -> int:
         opened: list[ThreadNews] = []
         unopened: list[ThreadNews] = []
         for news in self.threads.pending():

@@ -25,10 +25,17 @@ log = logging.getLogger(__name__)
 POLL_S = 2.0
 # A round posts at most this many, so a backlog does not hold the channel's pace for long.
 PER_ROUND = 2
+ROUND_TURN = "turn:notice-poster"
 
 
 def post_notices(poster: SlackPoster, promotions: Promotions, channel: str, limit: int = PER_ROUND) -> int:
-    """Post up to `limit` unposted notices to `channel`; how many were posted."""
+    """Post up to `limit` unposted notices to `channel`; how many were posted (none while another bot on
+    this state store posts them: both would post the same)."""
+    with poster.posts.turn(ROUND_TURN) as ours:
+        return _post_unposted(poster, promotions, channel, limit) if ours else 0
+
+
+def _post_unposted(poster: SlackPoster, promotions: Promotions, channel: str, limit: int) -> int:
     posted = 0
     for notice in promotions.events.unposted()[:limit]:
         message = render("registry_notice", notice.text, notice=notice, targets=list(promotions.targets))

@@ -13,6 +13,7 @@ from tests.postgres import create_database, private_cluster, server_bin_dir
 
 # In CI a missing PostgreSQL must fail the run, not skip half the store suite.
 REQUIRE_POSTGRES = os.environ.get("CI") == "true"
+DIALECTS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture
@@ -43,9 +44,19 @@ def postgres_url(postgres_server: str) -> str:
     return create_database(postgres_server)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=DIALECTS)
 def state_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The state store URL, once per dialect: every store test runs on sqlite and on PostgreSQL."""
+    return _fresh_store(request, tmp_path)
+
+
+@pytest.fixture(scope="module", params=DIALECTS)
+def module_state_store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """state_store_url for a module whose servers (`trainbot serve`, Alertmanager) serve all of its tests."""
+    return _fresh_store(request, tmp_path_factory.mktemp("state"))
+
+
+def _fresh_store(request: pytest.FixtureRequest, folder: Path) -> str:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.db'}"
-    return request.getfixturevalue("postgres_url")
+        return f"sqlite:///{folder / 'state.db'}"
+    return create_database(request.getfixturevalue("postgres_server"))

@@ -38,7 +38,8 @@ def alertmanager_installed() -> None:
 
 
 @pytest.fixture(scope="module")
-def slack() -> Iterator[LocalSlack]:
+def slack(module_state_store_url: str) -> Iterator[LocalSlack]:
+    """One stand-in per dialect: each run of the module reads only its own calls."""
     with local_slack() as stand_in:
         yield stand_in
     assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
@@ -50,7 +51,7 @@ class Trainbot:
     def __init__(self, env: dict[str, str], port: int, folder: Path) -> None:
         self.env, self.port, self.folder = env, port, folder
         self.url = f"http://127.0.0.1:{port}"
-        self.threads = AlertThreads(f"sqlite:///{folder / 'state.db'}")
+        self.threads = AlertThreads(env["TRAINBOT_STATE_STORE_URL"])
         self._running = ExitStack()
         self._starts = 0
 
@@ -65,7 +66,8 @@ class Trainbot:
 
 
 @pytest.fixture(scope="module")
-def ports() -> tuple[int, int]:
+def ports(module_state_store_url: str) -> tuple[int, int]:
+    """Per dialect, so each run of the module gets an Alertmanager and a trainbot of its own."""
     return free_port(), free_port()
 
 
@@ -78,10 +80,16 @@ def alertmanager(tmp_path_factory: pytest.TempPathFactory, ports: tuple[int, int
 
 @pytest.fixture(scope="module")
 def trainbot(
-    tmp_path_factory: pytest.TempPathFactory, ports: tuple[int, int], alertmanager: str, slack: LocalSlack
+    tmp_path_factory: pytest.TempPathFactory,
+    ports: tuple[int, int],
+    alertmanager: str,
+    slack: LocalSlack,
+    module_state_store_url: str,
 ) -> Iterator[Trainbot]:
     folder = tmp_path_factory.mktemp("trainbot")
-    env = serve_env(slack, folder, alerts_channel=CHANNEL, alertmanager_url=alertmanager)
+    env = serve_env(
+        slack, folder, alerts_channel=CHANNEL, alertmanager_url=alertmanager, state_store_url=module_state_store_url
+    )
     served = Trainbot(env, ports[0], folder)
     served.start()
     try:

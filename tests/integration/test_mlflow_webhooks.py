@@ -35,7 +35,8 @@ DELIVERY_TIMEOUT_S = 20
 
 
 @pytest.fixture(scope="module")
-def mlflow_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def mlflow_url(tmp_path_factory: pytest.TempPathFactory, module_state_store_url: str) -> Iterator[str]:
+    """A server per dialect of the state store: each run of the module registers its webhook afresh."""
     folder = tmp_path_factory.mktemp("mlflow-server")
     port = free_port()
     env = {
@@ -65,7 +66,7 @@ def mlflow_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, mlflow_url: str) -> dict[str, str]:
+def env(tmp_path_factory: pytest.TempPathFactory, mlflow_url: str, module_state_store_url: str) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("trainbot")
     config = folder / "trainbot.yaml"
     config.write_text(json.dumps({"promotion": POLICY}))
@@ -74,6 +75,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, mlflow_url: str) -> dict[str, 
         "TRAINBOT_DATA_DIR": str(folder),
         "TRAINBOT_MLFLOW_TRACKING_URI": mlflow_url,
         "TRAINBOT_MLFLOW_WEBHOOK_SECRET": SECRET,
+        "TRAINBOT_STATE_STORE_URL": module_state_store_url,
     }
 
 
@@ -84,6 +86,7 @@ def settings(env: dict[str, str]) -> Settings:
         mlflow_tracking_uri=env["TRAINBOT_MLFLOW_TRACKING_URI"],
         mlflow_webhook_secret=SECRET,
         promotion=POLICY,
+        state_store_url=env["TRAINBOT_STATE_STORE_URL"],
     )
 
 
@@ -108,7 +111,7 @@ def registered(env: dict[str, str], trainbot_url: str) -> str:
 
 @pytest.fixture
 def model(mlflow_url: str, registered: str, request: pytest.FixtureRequest) -> str:
-    name = request.node.name
+    name = request.node.name.replace("[", "-").replace("]", "")
     MlflowClient(mlflow_url).create_registered_model(name)
     return name
 

@@ -43,8 +43,10 @@ def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, mlflow_uri: str) -> Settings:
-    return Settings(data_dir=tmp_path, mlflow_tracking_uri=mlflow_uri, promotion=POLICY)
+def settings(tmp_path: Path, mlflow_uri: str, state_store_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path, mlflow_tracking_uri=mlflow_uri, promotion=POLICY, state_store_url=state_store_url
+    )
 
 
 @pytest.fixture
@@ -382,6 +384,7 @@ def test_the_cli_prints_json_and_refuses_in_one_line(settings, model, tmp_path):
         "TRAINBOT_CONFIG": str(config),
         "TRAINBOT_DATA_DIR": str(tmp_path),
         "TRAINBOT_MLFLOW_TRACKING_URI": settings.tracking_uri(),
+        "TRAINBOT_STATE_STORE_URL": settings.state_url(),
     }
 
     def cli(*args: str) -> object:
@@ -420,3 +423,8 @@ def test_the_cli_prints_json_and_refuses_in_one_line(settings, model, tmp_path):
     assert refused("cancel", "pr-00000000", "--as", "U01ALICE") == (
         "trainbot: no promotion request pr-00000000; `trainbot model requests` lists them"
     )
+    long_name = "U" * 129
+    assert refused("promote", model, "1", "production", "--as", long_name) == (
+        f"trainbot: the requester {long_name[:20]!r}… is 129 characters long; the state store keeps at most 128"
+    )
+    assert cli("requests", "--open") == []

@@ -1,10 +1,11 @@
 """The approval flow in Slack end to end: a request posted for its approvers, buttons clicked by the
 wrong and the right people, the reject modal, over signed HTTP to the real App, against a real sqlite
-MLflow registry, with Slack's side played by the local stand-in."""
+MLflow registry and a state store on sqlite and on PostgreSQL, with Slack's side played by the local stand-in."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,9 +56,10 @@ def slack() -> Iterator[LocalSlack]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
+def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
     return Settings(
         data_dir=tmp_path,
+        state_store_url=state_store_url,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         promotion=POLICY,
         slack_bot_token="xoxb-test",
@@ -181,7 +183,7 @@ def test_approve_and_rollback_by_command_edit_and_post(bot, slack, client):
 
 
 def delivery(event: str, **data: str) -> Delivery:
-    return Delivery(f"delivery-{event}-{sorted(data.items())}", event, data, datetime.now(UTC))
+    return Delivery(str(uuid.uuid4()), event, data, datetime.now(UTC))  # as MLflow names its deliveries
 
 
 def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):

@@ -1,7 +1,7 @@
 """Alertmanager's webhook into alert threads: bodies shaped exactly as Alertmanager 0.25 sends them, over
-HTTP to the real WSGI app, recorded in a real sqlite state store, posted by the alert poster to the local
-Slack stand-in (threads, replies, edits, the storm digest), and the Silence button against an
-Alertmanager that is not there."""
+HTTP to the real WSGI app, recorded in a real state store (sqlite and PostgreSQL), posted by the alert
+poster to the local Slack stand-in (threads, replies, edits, the storm digest), and the Silence button
+against an Alertmanager that is not there."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from wsgiref.simple_server import make_server
@@ -22,14 +23,15 @@ from actions.alert_threads import AlertThreads, thread_for
 from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.slack_posts import Post, SlackPosts
-from bot.alert_poster import AlertPoster, start_alert_poster
+from bot.alert_poster import POLL_S, AlertPoster, start_alert_poster
 from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.slack_app import build_slack_app
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 from bot.web import in_thread, make_app, serving_locally, start_everything
 from tests.alertmanager import alert, notification
-from tests.processes import free_port
-from tests.unit.test_slack_commands import SECRET, slack_settings, texts
+from tests.processes import free_port, serving
+from tests.unit.test_cli import TRAINBOT
+from tests.unit.test_slack_commands import SECRET, serve_env, slack_settings, texts
 
 CHANNEL = "C0ALERTS"
 T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -39,8 +41,8 @@ THREAD = "ml/rayjob=llm-ft"
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    return slack_settings(tmp_path, slack)
+def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 @pytest.fixture
@@ -437,10 +439,12 @@ def test_an_alert_storm_is_recorded_in_full_and_reaches_slack_paced_and_summed_u
     assert sum(int(reply.group(1)) for reply in replies) + sum(int(alerts) for alerts, _ in counted) == 500
 
 
-def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_diagnosis(slack, tmp_path):
+def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_diagnosis(
+    slack, tmp_path, state_store_url
+):
     """start_everything wires the alert poster to the bot's diagnoses: a job no backend here runs gets a line
     saying so in its thread, not silence."""
-    settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL)
+    settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL, state_store_url=state_store_url)
     app, bot = start_everything(settings)
     assert bot is not None
     with serving_locally(app) as url:
@@ -454,3 +458,35 @@ def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_
     [reply] = said
     assert reply.params["thread_ts"] == parent.answer["ts"]
     assert "no local Ray head answers" in reply.params["text"]
+
+
+def test_two_trainbot_serves_on_one_state_store_open_a_thread_once(slack, tmp_path, state_store_url):
+    """Two replicas behind one Service, as deploy/'s prod overlay runs them on PostgreSQL: Alertmanager's
+    HA pair sends each of them the same notification, and the alerts channel gets one thread with one
+    reply, however their poster rounds interleave."""
+    bodies = [notification([alert(GPU_HOT, T0), alert(NCCL_STALL, T0)])] * 2
+    with ExitStack() as bots:
+        urls = []
+        for replica in ("a", "b"):
+            port, folder = free_port(), tmp_path / replica
+            folder.mkdir()
+            env = serve_env(slack, folder, alerts_channel=CHANNEL, state_store_url=state_store_url)
+            url = f"http://127.0.0.1:{port}"
+            bots.enter_context(
+                serving([str(TRAINBOT), "serve", "--port", str(port)], folder / "serve.log", f"{url}/healthz", env)
+            )
+            urls.append(url)
+        receipts = [deliver(f"{url}/alerts/alertmanager", body) for url, body in zip(urls, bodies, strict=True)]
+        parent = slack.wait_for("chat.postMessage")[0]
+        deadline = time.monotonic() + 30
+        while not [call for call in posted(slack) if call.params.get("text", "").startswith("No diagnosis of")]:
+            assert time.monotonic() < deadline, [call.params.get("text") for call in posted(slack)]
+            time.sleep(0.2)
+        time.sleep(3 * POLL_S)  # rounds of both posters, each of which could post again
+    assert sorted((receipt["recorded"], receipt["duplicates"]) for receipt in receipts) == [(0, 2), (2, 0)]
+    parents = [call for call in posted(slack) if "thread_ts" not in call.params]
+    assert [call.params["text"] for call in parents] == ["Firing: ml/llm-ft: GPUHot, NCCLStall"]
+    replies = [call for call in posted(slack) if call.params.get("thread_ts") == parent.answer["ts"]]
+    said = sorted(texts(call.params) for call in replies)
+    assert len(said) == 2 and said[0].startswith("*2 new* · 2 of 2 alerts firing"), said
+    assert said[1].startswith("No diagnosis of llm-ft"), said

@@ -1,8 +1,7 @@
-"""Registry events from MLflow's webhooks, on a real sqlite state store: which alias changes trainbot's
+"""Registry events from MLflow's webhooks, on a real state store (sqlite and PostgreSQL): which alias changes trainbot's
 requests explain, which are out-of-band, and each delivery handled once."""
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -16,10 +15,9 @@ TARGETS = ["staging", "production"]
 
 
 @pytest.fixture
-def url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'state.db'}"
-    PromotionStore(url).create_schema()
-    return url
+def url(state_store_url: str) -> str:
+    PromotionStore(state_store_url).create_schema()
+    return state_store_url
 
 
 @pytest.fixture

@@ -36,8 +36,8 @@ SECRET = "signing-secret-of-the-test-app"
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    return slack_settings(tmp_path, slack)
+def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 def slack_settings(tmp_path: Path, slack: LocalSlack, **overrides: object) -> Settings:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,8 +17,8 @@ from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
 
 
 @pytest.fixture
-def posts(tmp_path) -> SlackPosts:
-    store = SlackPosts(f"sqlite:///{tmp_path / 'state.db'}")
+def posts(state_store_url) -> SlackPosts:
+    store = SlackPosts(state_store_url)
     store.create_schema()
     return store
 
@@ -75,8 +77,6 @@ def test_replies_and_edits_find_the_parent_by_key_across_posters(slack, posts):
 
 
 def test_a_state_is_shown_once_however_many_watchers_see_it(posts):
-    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
-
     with ThreadPoolExecutor(8) as pool:
         told = list(pool.map(lambda _: posts.show("job:a", "RUNNING"), range(16)))
     assert told.count(True) == 1
@@ -90,3 +90,21 @@ def test_threads_not_at_an_end_are_found_by_prefix_and_a_like_pattern_in_a_key_i
     ended = ("SUCCEEDED", "FAILED", "STOPPED")
     assert sorted(posts.showing_other_than("job:", ended)) == ["job:a", "job:c"]
     assert posts.showing_other_than("job%", ended) == []
+
+
+def test_one_bot_at_a_time_holds_a_turn_and_a_dead_holders_turn_lapses(state_store_url, posts):
+    other = SlackPosts(state_store_url)  # another bot on the same store
+    at, lease = datetime.now(UTC), timedelta(minutes=2)
+    with ThreadPoolExecutor(8) as pool:
+        taken = list(pool.map(lambda store: store.claim("turn:x", at, lease), [posts, other] * 8))
+    assert taken.count(True) == 1
+    assert not other.claim("turn:x", at + lease - timedelta(seconds=1), lease)
+    assert other.claim("turn:x", at + lease, lease)  # its holder died: the lease ran out
+    other.release("turn:x")
+    with posts.turn("turn:x") as ours:
+        assert ours
+        with other.turn("turn:x") as theirs:
+            assert not theirs
+    with other.turn("turn:x") as theirs:
+        assert theirs
+    assert posts.find("turn:x") is None

@@ -1,4 +1,5 @@
-"""The state store on real sqlite files: launches, lookups, transitions, races, cursors."""
+"""The state store on real sqlite files and a real PostgreSQL database: launches, lookups, transitions, races,
+cursors."""
 
 import json
 import multiprocessing
@@ -6,7 +7,6 @@ import sqlite3
 import threading
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from sqlalchemy import event, text
@@ -18,8 +18,8 @@ from actions.store import Store, _switch_to_wal
 from actions.templates import TINY_TRANSFORMER
 
 
-def open_store(path: Path) -> Store:
-    store = Store(f"sqlite:///{path / 'state.db'}")
+def open_store(url: str) -> Store:
+    store = Store(url)
     store.create_schema()
     return store
 
@@ -48,18 +48,22 @@ def observed(record: JobStatus) -> JobStatus:
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = open_store(tmp_path)
+def store(state_store_url):
+    store = open_store(state_store_url)
     yield store
     store.close()
 
 
-def test_create_schema_again_keeps_the_data_and_the_file_is_in_wal_mode(tmp_path, store):
+def test_create_schema_again_keeps_the_data(state_store_url, store):
     launched(store, "train-a")
     store.create_schema()
-    again = open_store(tmp_path)
+    again = open_store(state_store_url)
     assert again.get("train-a").name == "train-a"
-    with again.engine.connect() as conn:
+
+
+def test_the_sqlite_file_is_in_wal_mode(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'state.db'}")
+    with store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
 
 
@@ -70,31 +74,37 @@ def test_a_missing_data_directory_is_created(tmp_path):
     assert (tmp_path / "nested" / "data" / "state.db").is_file()
 
 
-def _start_and_launch(directory: Path, name: str, barrier) -> None:
-    store = Store(f"sqlite:///{directory / 'state.db'}")
+def _start_and_launch(url: str, name: str, barrier) -> None:
+    store = Store(url)
     barrier.wait()
     store.create_schema()
     launched(store, name)
 
 
-def test_processes_starting_at_once_all_create_the_schema_and_write(tmp_path):
+@pytest.fixture
+def fresh_url(state_store_url, tmp_path):
+    """A state store nobody opened yet: on sqlite in a data directory that does not exist yet."""
+    if state_store_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / 'data' / 'state.db'}"
+    return state_store_url
+
+
+def test_processes_starting_at_once_all_create_the_schema_and_write(fresh_url):
     # fork: a bot and a CLI starting on a fresh data directory at the same moment.
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(4)
-    processes = [
-        context.Process(target=_start_and_launch, args=(tmp_path / "data", f"job-{i}", barrier)) for i in range(4)
-    ]
+    processes = [context.Process(target=_start_and_launch, args=(fresh_url, f"job-{i}", barrier)) for i in range(4)]
     for process in processes:
         process.start()
     for process in processes:
         process.join(timeout=30)
     assert [process.exitcode for process in processes] == [0, 0, 0, 0]
-    names = {job.name for job in open_store(tmp_path / "data").list_jobs()}
+    names = {job.name for job in open_store(fresh_url).list_jobs()}
     assert names == {"job-0", "job-1", "job-2", "job-3"}
 
 
-def test_threads_creating_the_schema_at_once_do_not_fail(tmp_path):
-    stores = [Store(f"sqlite:///{tmp_path / 'state.db'}") for _ in range(4)]
+def test_threads_creating_the_schema_at_once_do_not_fail(fresh_url):
+    stores = [Store(fresh_url) for _ in range(4)]
     barrier = threading.Barrier(len(stores))
     errors: list[Exception] = []
 
@@ -236,10 +246,10 @@ def test_reason_and_message_survive_a_retry_that_wipes_them(store):
     assert [observed(event) for event in store.history("train-a")][-2:] == [failed, retrying]
 
 
-def test_a_watcher_that_lost_the_race_reports_nothing(tmp_path, store):
+def test_a_watcher_that_lost_the_race_reports_nothing(state_store_url, store):
     # Force the interleaving: after `late` has read PENDING and before it writes, `early` records.
     launched(store, "train-a")
-    early, late = open_store(tmp_path), open_store(tmp_path)
+    early, late = open_store(state_store_url), open_store(state_store_url)
     running = JobStatus("train-a", JobState.RUNNING)
     early_results = []
 
@@ -253,9 +263,9 @@ def test_a_watcher_that_lost_the_race_reports_nothing(tmp_path, store):
     assert [event.state for event in store.history("train-a")] == [JobState.PENDING, JobState.RUNNING]
 
 
-def test_a_watcher_that_lost_the_race_to_another_state_still_records_its_own(tmp_path, store):
+def test_a_watcher_that_lost_the_race_to_another_state_still_records_its_own(state_store_url, store):
     launched(store, "train-a")
-    early, late = open_store(tmp_path), open_store(tmp_path)
+    early, late = open_store(state_store_url), open_store(state_store_url)
     recorded_first = []
 
     @event.listens_for(late.engine, "before_cursor_execute")
@@ -269,11 +279,11 @@ def test_a_watcher_that_lost_the_race_to_another_state_still_records_its_own(tmp
     assert store.get("train-a").state == JobState.SUCCEEDED
 
 
-def test_two_stores_racing_in_threads_report_each_transition_once(tmp_path, store):
+def test_two_stores_racing_in_threads_report_each_transition_once(state_store_url, store):
     names = [f"train-{i}" for i in range(20)]
     for name in names:
         launched(store, name)
-    watchers = [open_store(tmp_path), open_store(tmp_path)]
+    watchers = [open_store(state_store_url), open_store(state_store_url)]
     barrier = threading.Barrier(len(watchers))
     transitions = []
 
@@ -326,12 +336,12 @@ def test_hostile_requesters_and_huge_params_come_back_intact(store, requester):
     assert [job.name for job in store.list_jobs(requester=requester)] == ["train-a"]
 
 
-def test_cursors_are_kept_per_key_and_overwritten(tmp_path, store):
+def test_cursors_are_kept_per_key_and_overwritten(state_store_url, store):
     assert store.get_cursor("kuberay/default") is None
     store.set_cursor("kuberay/default", "1001")
     store.set_cursor("kuberay/default", "1002")
     store.set_cursor("kuberay/other", "7")
-    reopened = open_store(tmp_path)
+    reopened = open_store(state_store_url)
     assert reopened.get_cursor("kuberay/default") == "1002"
     assert reopened.get_cursor("kuberay/other") == "7"
 
