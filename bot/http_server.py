@@ -85,13 +85,13 @@ def json_answer(start_response: StartResponse, status: int, document: dict[str, 
     return [body]
 
 
-def access_line(request_id: str, method: str, path: str, status: str, size: int, started: float) -> str:
+def log_answer(request_id: str, method: str, path: str, status: str, size: int, started: float) -> None:
     """One line per answer, never the body; what the client chose (method, path) escaped."""
     elapsed_ms = (time.perf_counter() - started) * 1000
-    return (
-        f"request={request_id} method={escaped(method)} path={escaped(path)} status={status} "
-        f"bytes_in={size} ms={elapsed_ms:.1f}"
-    )
+    log.info(
+        "request=%s method=%s path=%s status=%s bytes_in=%d ms=%.1f",
+        request_id, escaped(method), escaped(path), status, size, elapsed_ms,
+    )  # fmt: skip
 
 
 def escaped(text: str) -> str:
@@ -172,7 +172,7 @@ def _counted_channel(metrics: Metrics) -> type[HTTPChannel]:
             metrics.answered("server", status)
             # A request refused at its first line has neither.
             method, path = (getattr(self.request, name, None) or "" for name in ("command", "path"))
-            log.info(access_line("-", method, path, status, 0, started))
+            log_answer("-", method, path, status, 0, started)
 
     class CountedChannel(HTTPChannel):
         error_task_class = CountedError

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from actions.alertmanager_webhook import MAX_BODY_BYTES as MAX_ALERTS_BYTES
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from bot.http_server import NO_WORK, BodyRefused, Limits, access_line, escaped, json_answer, read_body, serve
+from bot.http_server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, read_body, serve
 from bot.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def make_app(
         status = statuses[-1] if statuses else "none"
         metrics.answered(path if path in routes or path == METRICS_PATH else "other", status)
         size = int(environ["CONTENT_LENGTH"]) if environ.get("CONTENT_LENGTH", "").isdigit() else 0
-        log.info(access_line(request_id, environ.get("REQUEST_METHOD", ""), path, status, size, started))
+        log_answer(request_id, environ.get("REQUEST_METHOD", ""), path, status, size, started)
         if path == SLACK_PATH and slack is not None:
             metrics.ack_seconds.observe(time.perf_counter() - started)
         return body
