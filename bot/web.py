@@ -5,9 +5,9 @@ POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is c
 /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py); POST
 /alerts/alertmanager takes Alertmanager's webhook (recorded by actions/alert_threads.py, posted by
 bot/alert_poster.py); GET /healthz answers while the process serves; GET /metrics is the bot's own
-(bot/metrics.py).
+(bot/metrics.py). bot/http_server.py serves it.
 Each route parses the request, calls one action and renders JSON; an error a sender can fix gets its
-status and message, anything else a correlation id.
+status and message, anything else (a route's or Bolt's failure) the request's id as an incident.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def make_app(
         elif (route := methods.get(environ["REQUEST_METHOD"])) is None:
             status, document = 405, {"error": f"use {' or '.join(methods)}"}
         else:
-            status, document = _answer(route, environ, metrics)
+            status, document = _answer(route, environ)
         return json_answer(start_response, status, document)
 
     def measured(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -119,9 +119,11 @@ def make_app(
         try:
             body = app(environ, recording)
         except Exception:
+            # Any route's or Bolt's failure: its traceback in the log under the request's id, never to the client.
             metrics.incident("http")
             log.exception("incident %s on %s", request_id, _escaped_path(environ))
-            body = json_answer(recording, 500, {"error": f"trainbot failed on this request; incident {request_id}"})
+            incident = {"error": f"trainbot failed on this request; incident {request_id} is in its log"}
+            body = json_answer(recording, 500, incident)
         status = statuses[-1] if statuses else "none"
         metrics.answered(path if path in routes or path == METRICS_PATH else "other", status)
         size = int(environ["CONTENT_LENGTH"]) if environ.get("CONTENT_LENGTH", "").isdigit() else 0
@@ -133,18 +135,13 @@ def make_app(
     return measured
 
 
-def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment, metrics: Metrics) -> Answer:
+def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment) -> Answer:
     try:
         return route(environ)
     except BodyRefused as error:
         return error.status, {"error": str(error)}
     except ActionError as error:
         return ERROR_STATUS.get(type(error), 400), {"error": str(error)}
-    except Exception:
-        incident = environ.get(REQUEST_ID_KEY, "-")
-        metrics.incident("http")
-        log.exception("incident %s on %s", incident, _escaped_path(environ))
-        return 500, {"error": f"trainbot failed on this request; incident {incident} is in its log"}
 
 
 def _escaped_path(environ: WSGIEnvironment) -> str:

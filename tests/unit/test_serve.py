@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -31,8 +30,8 @@ from bot.local_slack import Call, LocalSlack, local_slack, signed_headers, slash
 from tests.alertmanager import alert, notification
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
+from tests.unit.test_slack_commands import SECRET, serve_env
 
-SECRET = "signing-secret-of-the-served-app"
 MLFLOW_SECRET = "mlflow-webhook-secret-of-the-served-app"
 READ_TIMEOUT_S = 1
 GRACE_S = 20
@@ -52,18 +51,10 @@ class Served:
         return requests.post(f"{self.url}/slack/events", data=body, headers=headers, timeout=10)
 
 
-def serve_env(folder: Path, slack: LocalSlack, **extra: str) -> dict[str, str]:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
-    return {
-        **clean,
-        "SLACK_BOT_TOKEN": "xoxb-test",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "TRAINBOT_SLACK_API_URL": slack.api_url,
-        "TRAINBOT_DATA_DIR": str(folder),
-        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port()),  # no Ray head: /train status answers at once
-        "TRAINBOT_MLFLOW_WEBHOOK_SECRET": MLFLOW_SECRET,
-        **extra,
-    }
+def env_for(folder: Path, slack: LocalSlack, **more: str) -> dict[str, str]:
+    """A `trainbot serve` answering Slack through `slack`, MLflow's webhooks with MLFLOW_SECRET, with no Ray head
+    (so /train status answers at once)."""
+    return serve_env(slack, folder, local_dashboard_port=str(free_port()), mlflow_webhook_secret=MLFLOW_SECRET, **more)
 
 
 @contextmanager
@@ -93,7 +84,7 @@ def module_slack() -> Iterator[LocalSlack]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, module_slack: LocalSlack) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("serve")
-    with trainbot_serve(folder, serve_env(folder, module_slack)) as served:
+    with trainbot_serve(folder, env_for(folder, module_slack)) as served:
         yield served
 
 
@@ -262,7 +253,7 @@ def test_a_signed_request_is_taken_once_across_replicas_and_slacks_retry_is_acke
     with ExitStack() as stack:
         first, second = (
             stack.enter_context(
-                trainbot_serve(tmp_path, serve_env(tmp_path / name, slack, TRAINBOT_STATE_STORE_URL=state_store_url))
+                trainbot_serve(tmp_path, env_for(tmp_path / name, slack, state_store_url=state_store_url))
             )
             for name in ("a", "b")
         )
@@ -291,7 +282,7 @@ def test_sigterm_finishes_every_acked_command_then_exits(tmp_path, slack):
             time.sleep(0.2)  # 20 replies on 2 workers: 2 s of work, most of it left when SIGTERM comes
 
     slack.listeners.append(slow_reply)
-    with trainbot_serve(tmp_path, serve_env(tmp_path, slack)) as served:
+    with trainbot_serve(tmp_path, env_for(tmp_path, slack)) as served:
         for _ in range(20):
             body = slash_command_body(slack, "/train", "status no-such-job")
             assert served.slack(body, signed_headers(SECRET, body)).status_code == 200
