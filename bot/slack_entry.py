@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from actions.bounded_json import NotJSON, read_json
-from bot.http_server import BodyRefused, json_answer, read_body
+from bot.http_server import BodyRefused, escaped, json_answer, read_body
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -62,7 +62,7 @@ def slack_entry(
         try:
             body, signature, timestamp = _signed(environ, secret, now)
             if environ.get(RETRY_KEY):
-                log.info("Slack retried a request (retry %s); acknowledged, not done again", environ[RETRY_KEY][:8])
+                log.info("Slack retry %s: acknowledged, not done again", escaped(environ[RETRY_KEY]))
                 return json_answer(start_response, 200, {})
             expires_at = datetime.fromtimestamp(timestamp + WINDOW_S, UTC)
             if not seen.first_sight(signature, expires_at, datetime.fromtimestamp(now, UTC)):
