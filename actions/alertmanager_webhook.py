@@ -9,11 +9,11 @@ Alertmanager posts one JSON object per group of alerts:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from actions.bounded_json import NotJSON, read_json
 from actions.errors import BadRequest
 
 VERSION = "4"
@@ -61,8 +61,8 @@ class Notification:
 def read_notification(body: bytes) -> Notification:
     """The notification in `body`; BadRequest saying what is wrong where, for anything else."""
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = read_json(body, MAX_BODY_BYTES)
+    except NotJSON as error:
         raise BadRequest(f"the body is not JSON ({error}); {HINT}") from None
     if not isinstance(document, dict):
         raise BadRequest(f"the body is not a JSON object; {HINT}")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from actions.bounded_json import NotJSON, read_json
 from actions.errors import BadRequest, Unauthorized
 
 SIGNATURE_HEADER = "X-MLflow-Signature"
@@ -70,8 +70,8 @@ def verified_delivery(secret: str, headers: Mapping[str, str], body: bytes, at: 
 
 def _event(body: bytes) -> tuple[str, dict[str, Any]]:
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = read_json(body, MAX_BODY_BYTES)
+    except NotJSON as error:
         raise BadRequest(f"the delivery is not JSON ({error})") from None
     if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
         raise BadRequest("the delivery has no `data` object; is this an MLflow webhook?")

@@ -1,6 +1,6 @@
 """How fast trainbot acks Slack, next to a bare Bolt app on the same server stack, in one run.
 
-Both run as `serve` processes behind bot/web.py's threaded WSGI server, against the local Slack stand-in
+Both run as `serve` processes on the same server, bot/http_server.py's (waitress), against the local Slack stand-in
 (a third process, so that taking trainbot's replies costs the measuring process nothing).
 Each gets 200 signed `/train status` requests, 20 at a time, in alternating rounds so that noise on
 this shared machine falls on both. It prints p50 and p99 of the time to Slack's 200 for each, the
@@ -36,12 +36,12 @@ TRAINBOT = Path(sys.executable).with_name("trainbot")
 
 
 def serve_bare(port: int) -> None:
-    """The bare arm: a Bolt app whose /train only acks, on the same server stack as trainbot."""
+    """The bare arm: a Bolt app whose /train only acks, on trainbot's server (bot/http_server.py)."""
     from slack_bolt import App  # noqa: PLC0415
     from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415
     from slack_sdk import WebClient  # noqa: PLC0415
 
-    from bot.web import serve  # noqa: PLC0415
+    from bot.http_server import serve  # noqa: PLC0415
 
     client = WebClient(token="xoxb-bench", base_url=os.environ["TRAINBOT_SLACK_API_URL"])
     # Bolt's mode that trainbot uses: acks answered in the request's thread.
@@ -122,6 +122,7 @@ def main() -> None:
                     samples[arm] += _round(urls[arm], slack, REQUESTS // ROUNDS)
     (t50, t99), (b50, b99) = _percentiles(samples["trainbot"]), _percentiles(samples["bare"])
     print(f"{REQUESTS} signed /train status requests per arm, {CONCURRENCY} at a time, {ROUNDS} alternating rounds")
+    print("  both arms on waitress (bot/http_server.py)")
     print(f"  trainbot   p50 {t50:6.1f} ms   p99 {t99:6.1f} ms")
     print(f"  bare Bolt  p50 {b50:6.1f} ms   p99 {b99:6.1f} ms")
     verdict = "meets" if t99 / b99 <= GOAL_RATIO else "misses"

@@ -10,8 +10,9 @@ so the worker shares it with nobody.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from slack_bolt import Ack
@@ -34,6 +35,28 @@ class AckedWork:
 
     def __init__(self, workers: int) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="slack-work")
+        # Acked and not yet done, for a graceful stop.
+        self._pending: set[Future[None]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, work: Work, body: dict[str, Any], client: WebClient) -> None:
+        future = self.pool.submit(_logged, work, body, client)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def drain(self, timeout_s: float) -> int:
+        """Finish the work already acked, waiting at most `timeout_s`; the number of commands left undone."""
+        with self._lock:
+            pending = set(self._pending)
+        _, undone = wait(pending, timeout=timeout_s)
+        # What has not started by now never will; the threads still running hold no new work.
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        return len(undone)
 
     def listener(self, work: Work, refusal: Refusal = _no_refusal) -> Callable[..., None]:
         """A Bolt listener that acks (or acks `refusal`'s answer and stops) and queues `work`."""
@@ -44,7 +67,7 @@ class AckedWork:
                 ack(**refused)
                 return
             ack()
-            self.pool.submit(_logged, work, body, client)
+            self.submit(work, body, client)
 
         return acked
 

@@ -73,15 +73,22 @@ def _config(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from actions.settings import load_settings  # noqa: PLC0415
+    from bot.http_server import Limits  # noqa: PLC0415
     from bot.web import serve_everything  # noqa: PLC0415
 
     settings = load_settings()
     settings.private_data_dir()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    chosen = {"read_timeout_s": args.read_timeout, "grace_s": args.grace}
+    limits = Limits(**{name: value for name, value in chosen.items() if value is not None})
     try:
-        serve_everything(settings, args.host, args.port, socket_mode=args.socket_mode)
+        undone = serve_everything(settings, args.host, args.port, limits, socket_mode=args.socket_mode)
     except OSError as error:
         raise UserError(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
+    if undone:
+        # The pool's threads would hold the interpreter's exit until their work ends, past the grace.
+        logging.shutdown()
+        os._exit(1)
     return 0
 
 
@@ -115,6 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--socket-mode",
         action="store_true",
         help="take Slack over Socket Mode (SLACK_BOT_TOKEN and SLACK_APP_TOKEN, no public URL); HTTP serves the rest",
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM, how long to answer what was read and finish acked work (default: 25); "
+        "below the pod's terminationGracePeriodSeconds",
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="close a connection silent this long, mid-request too (default: 10)",
     )
     serve.set_defaults(handler=_serve)
     console = commands.add_parser("console", help="Slack in this terminal: the bot on embedded defaults")

@@ -26,6 +26,7 @@ from actions.errors import BadRequest
 from actions.settings import Settings
 from bot.blocks import SLACK_USER
 from bot.console_view import ConsoleView
+from bot.http_server import serving_locally
 from bot.local_slack import (
     Call,
     LocalSlack,
@@ -35,7 +36,7 @@ from bot.local_slack import (
     slash_command_body,
     view_submission_body,
 )
-from bot.web import serving_locally, start_everything
+from bot.web import start_everything
 
 CHANNEL = "C0CONSOLE"
 BOT_TOKEN = "xoxb-console"

@@ -18,7 +18,7 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "trainbot_http_requests", "HTTP requests served, by route and status", ["route", "status"],
+            "trainbot_http_requests", "HTTP answers by route (server: before a route) and status", ["route", "status"],
             registry=self.registry,
         )  # fmt: skip
         self.ack_seconds = Histogram(
@@ -37,6 +37,9 @@ class Metrics:
         """Report `pool`'s waiting work at each scrape."""
         # The executor keeps its queue private; it is the only measure of work waiting.
         self.queue_depth.set_function(pool._work_queue.qsize)
+
+    def answered(self, route: str, status: str) -> None:
+        self.requests.labels(route=route, status=status).inc()
 
     def incident(self, where: str) -> None:
         self.errors.labels(where=where).inc()

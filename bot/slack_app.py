@@ -55,11 +55,13 @@ DIAGNOSE_ACTION = "job_diagnose"
 
 @dataclass(frozen=True)
 class SlackBot:
-    """The Bolt app, and the one poster every channel message goes through (its pacing is per process)."""
+    """The Bolt app, the one poster every channel message goes through (its pacing is per process), and the
+    pool that does the work behind the acks (drained on a graceful stop)."""
 
     app: App
     poster: SlackPoster
     train: TrainDesk
+    work: AckedWork
 
 
 def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
@@ -105,7 +107,7 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action(DIAGNOSE_ACTION)(work.listener(_diagnose_clicked(diagnoses, authorize, attempt)))
     register_diagnosis_actions(app, work, poster, kept_diagnoses(settings), attempt)
     register_alert_actions(app, work, settings, poster, attempt)
-    return SlackBot(app, poster, train)
+    return SlackBot(app, poster, train, work)
 
 
 def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:

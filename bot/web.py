@@ -5,14 +5,13 @@ POST /slack/events goes to the slack-bolt App (bot/slack_app.py) when Slack is c
 /webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions.py); POST
 /alerts/alertmanager takes Alertmanager's webhook (recorded by actions/alert_threads.py, posted by
 bot/alert_poster.py); GET /healthz answers while the process serves; GET /metrics is the bot's own
-(bot/metrics.py).
+(bot/metrics.py). bot/http_server.py serves it.
 Each route parses the request, calls one action and renders JSON; an error a sender can fix gets its
-status and message, anything else a correlation id.
+status and message, anything else (a route's or Bolt's failure) the request's id as an incident.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import socketserver
 import threading
@@ -21,13 +20,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from actions.alertmanager_webhook import MAX_BODY_BYTES as MAX_ALERTS_BYTES
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from bot.http_server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, read_body, serve
 from bot.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -55,14 +53,8 @@ SLACK_OVER_SOCKET_MODE: Answer = (
 METRICS_PATH = "/metrics"
 WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
-
-
-class BodyRefused(Exception):
-    """A request body over the route's limit, or one without a length: refused unread."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+# Where a request's id waits in its WSGI environ, for the incident that names it.
+REQUEST_ID_KEY = "trainbot.request_id"
 
 
 def make_app(
@@ -78,7 +70,7 @@ def make_app(
 
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
         headers = {name: environ.get(_cgi_name(name), "") for name in WEBHOOK_HEADERS}
-        receipt = promotions.announce(headers, _body(environ, MAX_BODY_BYTES))
+        receipt = promotions.announce(headers, read_body(environ, MAX_BODY_BYTES))
         return 200, receipt.to_dict()
 
     def healthz(environ: WSGIEnvironment) -> Answer:
@@ -95,7 +87,7 @@ def make_app(
     if alerts is not None:
 
         def alertmanager_webhook(environ: WSGIEnvironment) -> Answer:
-            return 200, alerts.receive(_body(environ, MAX_ALERTS_BYTES), datetime.now(UTC)).to_dict()
+            return 200, alerts.receive(read_body(environ, MAX_ALERTS_BYTES), datetime.now(UTC)).to_dict()
 
         routes[ALERTS_PATH] = {"POST": alertmanager_webhook}
 
@@ -112,25 +104,30 @@ def make_app(
         elif (route := methods.get(environ["REQUEST_METHOD"])) is None:
             status, document = 405, {"error": f"use {' or '.join(methods)}"}
         else:
-            status, document = _answer(route, environ, metrics)
-        body = json.dumps(document).encode()
-        start_response(
-            f"{status} {HTTPStatus(status).phrase}",
-            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
-        )
-        return [body]
+            status, document = _answer(route, environ)
+        return json_answer(start_response, status, document)
 
     def measured(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started, path = time.perf_counter(), environ.get("PATH_INFO", "")
+        request_id = environ[REQUEST_ID_KEY] = uuid.uuid4().hex[:12]
         statuses: list[str] = []
 
         def recording(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             statuses.append(status.split(" ", 1)[0])
-            return start_response(status, headers, exc_info)
+            return start_response(status, [*headers, ("X-Request-Id", request_id)], exc_info)
 
-        body = app(environ, recording)
-        route = path if path in routes or path == METRICS_PATH else "other"
-        metrics.requests.labels(route=route, status=statuses[-1] if statuses else "none").inc()
+        try:
+            body = app(environ, recording)
+        except Exception:
+            # Any route's or Bolt's failure: its traceback in the log under the request's id, never to the client.
+            metrics.incident("http")
+            log.exception("incident %s on %s", request_id, _escaped_path(environ))
+            incident = {"error": f"trainbot failed on this request; incident {request_id} is in its log"}
+            body = json_answer(recording, 500, incident)
+        status = statuses[-1] if statuses else "none"
+        metrics.answered(path if path in routes or path == METRICS_PATH else "other", status)
+        size = int(environ["CONTENT_LENGTH"]) if environ.get("CONTENT_LENGTH", "").isdigit() else 0
+        log_answer(request_id, environ.get("REQUEST_METHOD", ""), path, status, size, started)
         if path == SLACK_PATH and slack is not None:
             metrics.ack_seconds.observe(time.perf_counter() - started)
         return body
@@ -138,47 +135,26 @@ def make_app(
     return measured
 
 
-def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment, metrics: Metrics) -> Answer:
+def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment) -> Answer:
     try:
         return route(environ)
     except BodyRefused as error:
         return error.status, {"error": str(error)}
     except ActionError as error:
         return ERROR_STATUS.get(type(error), 400), {"error": str(error)}
-    except Exception:
-        incident = uuid.uuid4().hex[:12]
-        metrics.incident("http")
-        log.exception("incident %s on %s %s", incident, environ["REQUEST_METHOD"], environ.get("PATH_INFO"))
-        return 500, {"error": f"trainbot failed on this request; incident {incident} is in its log"}
 
 
-def _body(environ: WSGIEnvironment, limit: int) -> bytes:
-    length = environ.get("CONTENT_LENGTH", "")
-    if not length.isdigit():
-        raise BodyRefused(411, "send a Content-Length")
-    if int(length) > limit:
-        raise BodyRefused(413, f"the body is {length} bytes; at most {limit} are taken")
-    return environ["wsgi.input"].read(int(length))
+def _escaped_path(environ: WSGIEnvironment) -> str:
+    return escaped(f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}")
 
 
 def _cgi_name(header: str) -> str:
     return "HTTP_" + header.upper().replace("-", "_")
 
 
-class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    # socketserver's default backlog of 5 resets connections when Slack sends a burst.
-    request_queue_size = 128
-
-
-class _LoggingHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        log.info("%s %s", self.address_string(), format % args)
-
-
 @contextmanager
 def in_thread(server: socketserver.BaseServer) -> Iterator[str]:
-    """Serve `server` from a daemon thread until the block ends; yields its base URL."""
+    """Serve `server` (a stand-in) from a daemon thread until the block ends; yields its base URL."""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -187,27 +163,17 @@ def in_thread(server: socketserver.BaseServer) -> Iterator[str]:
         server.server_close()
 
 
-@contextmanager
-def serving_locally(app: WSGIApplication) -> Iterator[str]:
-    """`app` on a free loopback port, served from a thread (the console, tests) until the block ends."""
-    server = make_server("127.0.0.1", 0, app, server_class=_ThreadingServer, handler_class=_LoggingHandler)
-    with in_thread(server) as url:
-        yield url
-
-
-def serve(app: WSGIApplication, host: str, port: int, ready: Callable[[str], None] = print) -> None:
-    with make_server(host, port, app, server_class=_ThreadingServer, handler_class=_LoggingHandler) as server:
-        ready(f"trainbot serving on http://{host}:{server.server_port}")
-        server.serve_forever()
-
-
-def serve_everything(settings: Settings, host: str, port: int, socket_mode: bool = False) -> None:
+def serve_everything(settings: Settings, host: str, port: int, limits: Limits, socket_mode: bool = False) -> int:
     """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured,
-    over HTTP or, with `socket_mode`, over Socket Mode."""
-    serve(start_everything(settings, socket_mode)[0], host, port)
+    over HTTP or, with `socket_mode`, over Socket Mode. Until SIGTERM; the acked Slack work left undone then."""
+    metrics = Metrics()
+    app, bot = start_everything(settings, socket_mode, metrics)
+    return serve(app, host, port, limits, metrics, drain=bot.work.drain if bot else NO_WORK)
 
 
-def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSGIApplication, SlackBot | None]:
+def start_everything(
+    settings: Settings, socket_mode: bool = False, metrics: Metrics | None = None
+) -> tuple[WSGIApplication, SlackBot | None]:
     """The WSGI app of every endpoint, with the Slack bot and its background threads started when Slack is
     configured; the bot too, for the console."""
     from actions.alert_threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
@@ -222,7 +188,7 @@ def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSG
     start_lease_sweeper(promotions, settings.promotion_sweep_s)
     alerts = AlertThreads(settings.state_url(), settings.alert_thread_labels)
     alerts.create_schema()
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     if socket_mode:
         from bot.socket_mode import connect_socket_mode  # noqa: PLC0415
 
@@ -234,8 +200,14 @@ def start_everything(settings: Settings, socket_mode: bool = False) -> tuple[WSG
         return make_app(promotions, None, metrics, alerts), None
     from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415 - Bolt loads only for Slack
 
+    from actions.seen_signatures import SeenSignatures  # noqa: PLC0415
+    from bot.slack_entry import slack_entry  # noqa: PLC0415
+
     bot = start_slack(settings, promotions, metrics, alerts)
-    return make_app(promotions, SlackRequestHandler(bot.app), metrics, alerts), bot
+    seen = SeenSignatures(settings.state_url())
+    seen.create_schema()
+    entry = slack_entry(SlackRequestHandler(bot.app), settings.slack_signing_secret.get_secret_value(), seen)
+    return make_app(promotions, entry, metrics, alerts), bot
 
 
 def start_slack(settings: Settings, promotions: Promotions, metrics: Metrics, alerts: AlertThreads) -> SlackBot:

@@ -24,10 +24,11 @@ from actions.promotions import Promotions
 from actions.settings import Settings
 from actions.slack_posts import Post, SlackPosts
 from bot.alert_poster import POLL_S, AlertPoster, start_alert_poster
+from bot.http_server import serving_locally
 from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.slack_app import build_slack_app
 from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
-from bot.web import in_thread, make_app, serving_locally, start_everything
+from bot.web import in_thread, make_app, start_everything
 from tests.alertmanager import alert, notification
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT

@@ -269,6 +269,14 @@ def test_the_container_has_resources_and_probes_on_healthz(objects):
     ]  # fmt: skip
 
 
+def test_the_bot_stops_within_its_grace_before_kubernetes_kills_it(objects):
+    pod = the(objects, "Deployment", "trainbot")["spec"]["template"]["spec"]
+    args = bot_container(objects)["args"]
+    grace = float(args[args.index("--grace") + 1])
+    # Room for the last log lines and the process's exit after the grace.
+    assert grace + 5 <= pod["terminationGracePeriodSeconds"]
+
+
 def test_one_replica_replaced_not_rolled(objects):
     deployment = the(objects, "Deployment", "trainbot")
     assert deployment["spec"]["replicas"] == 1
