@@ -56,9 +56,7 @@ class SeenSignatures(Database):
                 # Rows past their window are dead weight; a sweep a minute keeps the table at minutes of requests.
                 self._next_sweep = time.monotonic() + SWEEP_INTERVAL_S
                 conn.execute(delete(seen).where(seen.c.expires_at < now))
-            insert = self._insert(seen).values(signature=signature, expires_at=expires_at).on_conflict_do_nothing()
-            # A row comes back only when this insert made it; psycopg 3.3 reports rowcount -1 for either.
-            return conn.execute(insert.returning(seen.c.signature)).first() is not None
+            return self.insert_new(conn, seen, {"signature": signature, "expires_at": expires_at}) is not None
 
 
 def _commit_without_sync(dbapi_connection: Any, _connection_record: Any) -> None:
