@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
     from actions.settings import Settings
 
+# What MLflow's HTTP client reads for each request, in MlflowHttp's order.
+MLFLOW_HTTP_VARIABLES = (
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER",
+)
 MISSING_CODES = ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND")
 # MLflow answers an alias that names nothing with this code and a "not found" message.
 INVALID = "INVALID_PARAMETER_VALUE"
@@ -51,12 +58,8 @@ class MlflowHttp:
             os.environ.setdefault(variable, str(value))
 
     def variables(self) -> dict[str, int | float]:
-        return {
-            "MLFLOW_HTTP_REQUEST_TIMEOUT": self.timeout_s,
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": self.max_retries,
-            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": self.backoff_factor,
-            "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": self.backoff_jitter,
-        }
+        values = (self.timeout_s, self.max_retries, self.backoff_factor, self.backoff_jitter)
+        return dict(zip(MLFLOW_HTTP_VARIABLES, values, strict=True))
 
 
 @dataclass(frozen=True)
