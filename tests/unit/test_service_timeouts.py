@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 from sqlalchemy import text
 
@@ -24,8 +25,9 @@ from actions.registry import MlflowHttp
 from actions.settings import Settings
 from actions.store import Store
 from bot.acked_work import AckedWork
+from bot.blocks import render
 from bot.local_slack import LocalSlack, post_signed, slash_command_body
-from bot.slack_app import build_slack_app
+from bot.slack_app import _answering, build_slack_app
 from bot.slack_poster import paced_client
 from bot.web import make_app
 from tests.silent_server import HOST, silent_server
@@ -146,6 +148,16 @@ def test_a_silent_slack_api_fails_the_call_within_the_timeout(silent_port):
     error = ended_within(5, lambda: client.chat_postMessage(channel="C0ML", text="hello"))
 
     assert isinstance(error, (OSError, SlackClientError))
+
+
+def test_a_reply_to_a_silent_response_url_ends_within_the_clients_timeout(silent_port):
+    """Bolt's own `respond` waits 30 s on a response_url whatever the client's timeout."""
+    reply = _answering(lambda slash: render("error", "x", message="x"), lambda work, tell, context: work())
+    command = {"response_url": f"http://{HOST}:{silent_port}/commands/1", "user_id": "U01ALICE", "text": ""}
+
+    error = ended_within(5, lambda: reply(command, WebClient(token="xoxb-test", timeout=1)))
+
+    assert isinstance(error, OSError)
 
 
 def test_the_bot_names_a_silent_slack_at_start(tmp_path, silent_port):
