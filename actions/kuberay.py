@@ -26,13 +26,15 @@ from kubernetes.client.exceptions import ApiException
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from actions.jobs import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
 from actions.rayjob import DEFAULT_SUBMISSION_MODE, apply_launch, build_rayjob
+from actions.service_failure import failure_reason
 from actions.settings import Settings
 
 GROUP, VERSION, PLURAL = "ray.io", "v1", "rayjobs"
 RAYJOBS = f"{PLURAL}.{GROUP}"
 TRAINBOT_JOBS = f"{MANAGED_BY}={MANAGER}"
-# (connect, read) seconds for each API request.
-REQUEST_TIMEOUT_S = (5.0, 30.0)
+# urllib3's default retries a timed-out read 3 times: 4 read timeouts before anyone hears of a hanging API
+# server. Refused connections are tried once more; an answer (429, 5xx) is the API server's to give.
+API_RETRIES = urllib3.Retry(total=None, connect=1, read=0, status=0, other=0, redirect=3, backoff_factor=0.5)
 # A watch with no deadline is renewed this often; the server ends it then (timeoutSeconds).
 WATCH_WINDOW_S = 300.0
 DASHBOARD_TIMEOUT_S = 10.0
@@ -55,6 +57,8 @@ class KubeRayBackend:
         """`api_client` is for tests; without it the cluster's credentials are found on first use."""
         self._settings = settings
         self._api_client = api_client
+        # (connect, read) seconds for each API request.
+        self._timeout = (settings.connect_timeout_s, settings.read_timeout_s)
 
     def render(self, launch: Launch) -> dict[str, Any]:
         if launch.manifest is not None:
@@ -77,7 +81,7 @@ class KubeRayBackend:
                     rayjob,
                     dry_run=dry_run,
                     field_validation="Strict",
-                    _request_timeout=REQUEST_TIMEOUT_S,
+                    _request_timeout=self._timeout,
                 )
         return status_of(created)
 
@@ -116,7 +120,7 @@ class KubeRayBackend:
                     PLURAL,
                     name,
                     propagation_policy="Background",
-                    _request_timeout=REQUEST_TIMEOUT_S,
+                    _request_timeout=self._timeout,
                 )
             return deleted(status_of(last))
         spec = self._rayjob(namespace, name)["spec"]
@@ -134,7 +138,7 @@ class KubeRayBackend:
                 PLURAL,
                 name,
                 {"spec": {"suspend": True}},
-                _request_timeout=REQUEST_TIMEOUT_S,
+                _request_timeout=self._timeout,
             )
         return status_of(patched)
 
@@ -170,7 +174,7 @@ class KubeRayBackend:
         api = kubernetes.client.CustomObjectsApi(self.api_client())
         with self._answering("list", RAYJOBS, namespace):
             listing = api.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, label_selector=TRAINBOT_JOBS, _request_timeout=REQUEST_TIMEOUT_S
+                GROUP, VERSION, namespace, PLURAL, label_selector=TRAINBOT_JOBS, _request_timeout=self._timeout
             )
         current = {status.name: status for status in map(status_of, listing["items"])}
         for name in sorted(last_seen.keys() - current.keys()):
@@ -195,7 +199,7 @@ class KubeRayBackend:
             label_selector=TRAINBOT_JOBS,
             resource_version=resource_version,
             timeout_seconds=max(1, math.ceil(window_s)),
-            _request_timeout=(REQUEST_TIMEOUT_S[0], window_s),
+            _request_timeout=(self._timeout[0], window_s),
         )
         with self._answering("watch", RAYJOBS, namespace):
             try:
@@ -211,7 +215,7 @@ class KubeRayBackend:
         api = kubernetes.client.CustomObjectsApi(self.api_client())
         with self._answering("get", RAYJOBS, namespace, name):
             return api.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
+                GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self._timeout
             )
 
     def _submitter_pod(self, namespace: str, job_name: str) -> kubernetes.client.V1Pod | None:
@@ -220,7 +224,7 @@ class KubeRayBackend:
         for label in SUBMITTER_JOB_LABELS:
             with self._answering("list", "pods", namespace):
                 pods = core.list_namespaced_pod(
-                    namespace, label_selector=f"{label}={job_name}", _request_timeout=REQUEST_TIMEOUT_S
+                    namespace, label_selector=f"{label}={job_name}", _request_timeout=self._timeout
                 ).items
             if pods:
                 return max(pods, key=lambda pod: pod.metadata.creation_timestamp)
@@ -234,7 +238,7 @@ class KubeRayBackend:
                 namespace,
                 container=pod.spec.containers[0].name,
                 tail_lines=tail,
-                _request_timeout=REQUEST_TIMEOUT_S,
+                _request_timeout=self._timeout,
             )
 
     def _address(self, name: str) -> tuple[str, str]:
@@ -258,8 +262,9 @@ class KubeRayBackend:
             raise api_error(error, verb, resource, namespace, name, self.api_client().configuration.host) from None
         except urllib3.exceptions.HTTPError as error:
             raise Unavailable(
-                f"cannot reach the Kubernetes API server at {self.api_client().configuration.host} ({error}); "
-                "check that the cluster is up and TRAINBOT_KUBE_CONTEXT names it"
+                f"cannot reach the Kubernetes API server at {self.api_client().configuration.host} "
+                f"({failure_reason(error, self._timeout[1])}); check that the cluster is up and "
+                "TRAINBOT_KUBE_CONTEXT names it"
             ) from None
 
 
@@ -273,6 +278,7 @@ def connect(context: str | None) -> kubernetes.client.ApiClient:
     A named context wins over in-cluster credentials: naming one is a choice.
     """
     configuration = kubernetes.client.Configuration()
+    configuration.retries = API_RETRIES
     try:
         if context is None:
             try:

@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
 from actions.local_head import dashboard_url, ensure_head, head_running
+from actions.service_failure import failure_reason
 from actions.settings import Settings
 from actions.watcher import poll_changes
 
 if TYPE_CHECKING:
-    from ray.job_submission import JobDetails, JobSubmissionClient
+    from ray.job_submission import JobDetails
+
+    from actions.ray_jobs_client import TimedJobSubmissionClient
 
 POLL_INTERVAL_S = 2.0
 NOT_FOUND = re.compile(r"status code 404|does not exist", re.IGNORECASE)
@@ -31,7 +34,9 @@ class LocalBackend:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client: JobSubmissionClient | None = None
+        self._client: TimedJobSubmissionClient | None = None
+        # (connect, read) seconds for each request to the dashboard.
+        self._timeout = (settings.connect_timeout_s, settings.read_timeout_s)
 
     def render(self, launch: Launch) -> dict[str, Any]:
         """The arguments of JobSubmissionClient.submit_job, as the dry run shows them."""
@@ -58,6 +63,8 @@ class LocalBackend:
                     raise Conflict(f"a local Ray job named {launch.name} already exists; launch again") from None
                 if not (AGENT_STARTING.search(str(error)) and time.monotonic() < deadline):
                     raise Unavailable(f"the local Ray head refused the job: {_first_line(error)}") from None
+            except OSError as error:
+                raise self._unreachable(error) from None
             time.sleep(AGENT_RETRY_S)
 
     def status(self, name: str) -> JobStatus:
@@ -66,6 +73,8 @@ class LocalBackend:
             details = client.get_job_info(name)
         except RuntimeError as error:
             raise _not_found_or_unavailable(name, error) from None
+        except OSError as error:
+            raise self._unreachable(error) from None
         return self._status_of(details)
 
     def logs(self, name: str, tail: int | None = None) -> str:
@@ -74,6 +83,8 @@ class LocalBackend:
             text = client.get_job_logs(name)
         except RuntimeError as error:
             raise _not_found_or_unavailable(name, error) from None
+        except OSError as error:
+            raise self._unreachable(error) from None
         if tail is None:
             return text
         return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""
@@ -86,6 +97,8 @@ class LocalBackend:
             client.stop_job(name)
         except RuntimeError as error:
             raise _not_found_or_unavailable(name, error) from None
+        except OSError as error:
+            raise self._unreachable(error) from None
         return self.status(name)
 
     def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
@@ -97,9 +110,11 @@ class LocalBackend:
             jobs = client.list_jobs()
         except RuntimeError as error:
             raise Unavailable(f"cannot list jobs on the local Ray head: {_first_line(error)}") from None
+        except OSError as error:
+            raise self._unreachable(error) from None
         return [self._status_of(job) for job in jobs if (job.metadata or {}).get(MANAGED_BY) == MANAGER]
 
-    def _connect(self, start: bool = False) -> JobSubmissionClient:
+    def _connect(self, start: bool = False) -> TimedJobSubmissionClient:
         """A client of the local head; only a launch starts one (a status query or a typo must not)."""
         if self._client is None:
             url = ensure_head(self._settings) if start else dashboard_url(self._settings)
@@ -108,13 +123,22 @@ class LocalBackend:
                     f"no local Ray head answers at {url}, so it runs no jobs; "
                     "`trainbot jobs` lists what was launched, and a launch starts the head"
                 )
-            from ray.job_submission import JobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
+            from actions.ray_jobs_client import TimedJobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
 
             try:
-                self._client = JobSubmissionClient(url)
-            except (ConnectionError, RuntimeError) as error:
+                self._client = TimedJobSubmissionClient(url, self._timeout)
+            except RuntimeError as error:
                 raise Unavailable(f"cannot reach the local Ray dashboard at {url}: {_first_line(error)}") from None
+            except OSError as error:
+                raise self._unreachable(error) from None
         return self._client
+
+    def _unreachable(self, error: OSError) -> Unavailable:
+        """Requests' failures (refused, timed out) are OSErrors; Ray lets them through as they are."""
+        return Unavailable(
+            f"the local Ray dashboard at {dashboard_url(self._settings)} cannot be reached "
+            f"({failure_reason(error, self._timeout[1])}); `trainbot jobs` lists what was launched"
+        )
 
     def _status_of(self, details: JobDetails) -> JobStatus:
         return JobStatus(

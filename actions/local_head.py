@@ -32,6 +32,19 @@ def dashboard_url(settings: Settings) -> str:
 
 
 def head_running(url: str) -> bool:
+    """Whether a Ray dashboard answers at `url`; Unavailable when something there takes the connection and
+    never answers (starting a head on its port would only wait for it)."""
+    try:
+        return _dashboard_answers(url)
+    except TimeoutError:
+        raise Unavailable(
+            f"something at {url} accepts connections but did not answer as a Ray dashboard within "
+            f"{PROBE_TIMEOUT_S:g} s; free the port or give trainbot another TRAINBOT_LOCAL_DASHBOARD_PORT"
+        ) from None
+
+
+def _dashboard_answers(url: str) -> bool:
+    """True when the dashboard answers, False when nothing listens; TimeoutError when it stays silent."""
     try:
         with urllib.request.urlopen(f"{url}/api/version", timeout=PROBE_TIMEOUT_S) as response:
             return response.status == 200
@@ -42,6 +55,13 @@ def head_running(url: str) -> bool:
                 "trainbot another TRAINBOT_LOCAL_DASHBOARD_PORT and TRAINBOT_LOCAL_GCS_PORT"
             ) from None
         return False
+    except urllib.error.URLError as error:
+        # A connect that timed out comes wrapped; a read that timed out (below) does not.
+        if isinstance(error.reason, TimeoutError):
+            raise error.reason from None
+        return False
+    except TimeoutError:
+        raise
     except OSError:
         return False
 
@@ -93,8 +113,10 @@ def ensure_head(settings: Settings) -> str:
         raise Unavailable(f"could not start the local Ray head (exit {started.returncode}); see {log}")
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if head_running(url):
-            return url
+        # A dashboard still starting may take the connection before it answers: that is not yet up.
+        with contextlib.suppress(TimeoutError):
+            if _dashboard_answers(url):
+                return url
         time.sleep(0.5)
     raise Unavailable(f"the local Ray head started but its dashboard {url} did not answer; see {log}")
 

@@ -24,7 +24,7 @@ from actions.promotion_store import (
     PromotionStore,
     now,
 )
-from actions.registry import Registry
+from actions.registry import MlflowHttp, Registry
 from actions.registry_events import Receipt, RegistryEvents
 from actions.settings import Settings
 
@@ -48,7 +48,7 @@ class Promotions:
         self.targets = promotion_targets(settings.promotion)
         self.store = store or PromotionStore(settings.state_url())
         self.store.create_schema()
-        self.registry = registry or Registry(settings.tracking_uri())
+        self.registry = registry or Registry(settings.tracking_uri(), MlflowHttp.of(settings))
         self.clock = clock
         self.state_url = settings.state_url()
         self.webhook_secret = settings.mlflow_webhook_secret.get_secret_value()

@@ -6,21 +6,60 @@ imported only when a promotion needs it. MLflow's errors become ours, with what 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from actions.errors import ActionError, NotFound, Unavailable
+from actions.service_failure import failure_reason, without_credentials
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities.webhook import Webhook
     from mlflow.exceptions import MlflowException
 
+    from actions.settings import Settings
+
+# What MLflow's HTTP client reads for each request, in MlflowHttp's order.
+MLFLOW_HTTP_VARIABLES = (
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER",
+)
 MISSING_CODES = ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND")
 # MLflow answers an alias that names nothing with this code and a "not found" message.
 INVALID = "INVALID_PARAMETER_VALUE"
+
+
+@dataclass(frozen=True)
+class MlflowHttp:
+    """The timeout and retries of MLflow's HTTP client, which reads them from its environment variables."""
+
+    timeout_s: int
+    max_retries: int
+    backoff_factor: int
+    backoff_jitter: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> MlflowHttp:
+        return cls(
+            settings.mlflow_request_timeout_s,
+            settings.mlflow_request_max_retries,
+            settings.mlflow_request_backoff_factor,
+            settings.mlflow_request_backoff_jitter,
+        )
+
+    def apply(self) -> None:
+        """Set MLflow's variables for this process, except those a person already set."""
+        for variable, value in self.variables().items():
+            os.environ.setdefault(variable, str(value))
+
+    def variables(self) -> dict[str, int | float]:
+        values = (self.timeout_s, self.max_retries, self.backoff_factor, self.backoff_jitter)
+        return dict(zip(MLFLOW_HTTP_VARIABLES, values, strict=True))
 
 
 @dataclass(frozen=True)
@@ -33,8 +72,10 @@ class ModelVersion:
 
 
 class Registry:
-    def __init__(self, tracking_uri: str) -> None:
+    def __init__(self, tracking_uri: str, http: MlflowHttp | None = None) -> None:
+        """`http`: the timeout and retries to give MLflow's client; None leaves its environment as it is."""
         self.tracking_uri = tracking_uri
+        self._http = http
         self._client: MlflowClient | None = None
 
     def version(self, model: str, version: int) -> ModelVersion:
@@ -88,6 +129,8 @@ class Registry:
         if self._client is None:
             from mlflow import MlflowClient  # noqa: PLC0415 - MLflow loads only where promotions need it
 
+            if self._http is not None:
+                self._http.apply()
             self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
         return self._client
 
@@ -100,11 +143,22 @@ class Registry:
         except _mlflow_exception() as error:
             if error.error_code in MISSING_CODES:
                 raise NotFound(f"MLflow has no {what}; check the model name and version") from None
+            # MLflow wraps the HTTP client's failure (refused, timed out after its retries) in its own error.
+            request_failure = error.__cause__ or error.__context__
+            if isinstance(request_failure, OSError):
+                raise self._unreachable(request_failure) from None
             raise Unavailable(f"MLflow could not answer for {what}: {error.message.splitlines()[0][:300]}") from None
         except OSError as error:
-            raise Unavailable(
-                f"MLflow at {self.tracking_uri} cannot be reached ({error}); check TRAINBOT_MLFLOW_TRACKING_URI"
-            ) from None
+            raise self._unreachable(error) from None
+
+    def _unreachable(self, error: OSError) -> Unavailable:
+        from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_TIMEOUT  # noqa: PLC0415
+
+        return Unavailable(
+            f"MLflow at {without_credentials(self.tracking_uri)} cannot be reached "
+            f"({failure_reason(error, MLFLOW_HTTP_REQUEST_TIMEOUT.get())}); "
+            "check that it is up and that TRAINBOT_MLFLOW_TRACKING_URI names it"
+        )
 
 
 def _mlflow_exception() -> type[MlflowException]:

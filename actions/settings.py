@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import yaml
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
@@ -59,6 +60,14 @@ class Settings(BaseSettings):
 
     # MLflow: None means the sqlite store in the data directory (the embedded default).
     mlflow_tracking_uri: str | None = None
+    # MLflow's client takes these from its own variables (MLFLOW_HTTP_REQUEST_TIMEOUT, _MAX_RETRIES,
+    # _BACKOFF_FACTOR, _BACKOFF_JITTER), set from here unless already set. Its defaults (120 s, 7 retries,
+    # factor 2) held `model promote` for 4 minutes against a closed port; these answer within 10 s. Raise the
+    # timeout for an MLflow whose searches (a sweep's runs) take longer.
+    mlflow_request_timeout_s: int = Field(default=2, ge=1)
+    mlflow_request_max_retries: int = Field(default=1, ge=0, le=10)
+    mlflow_request_backoff_factor: int = Field(default=1, ge=0, le=120)
+    mlflow_request_backoff_jitter: float = Field(default=0.5, ge=0)
     # Model promotion targets and their approvers (see actions/promotion_policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)
     # How long one process holds an alias move before another may take it over (the move takes a second or
@@ -69,6 +78,14 @@ class Settings(BaseSettings):
     mlflow_webhook_secret: SecretStr = SecretStr("")
     # The state store: a PostgreSQL URL works the same; None means sqlite in the data directory.
     state_store_url: str | None = None
+    # PostgreSQL: a statement, or a wait for a lock, that runs longer than this is ended by the server.
+    state_store_statement_timeout_s: float = Field(default=30.0, gt=0)
+    state_store_lock_timeout_s: float = Field(default=10.0, gt=0)
+
+    # Every other service (PostgreSQL, the Kubernetes API, the Ray dashboard, Slack): seconds to connect,
+    # and to wait for each answer. A silent service is named in one line within about 10 s.
+    connect_timeout_s: float = Field(default=3.0, ge=1)
+    read_timeout_s: float = Field(default=6.0, gt=0)
 
     # Live collection (trainbot diagnose JOB / collect JOB). No Prometheus URL: metrics "not-configured".
     prometheus_url: str = ""
@@ -114,6 +131,9 @@ class Settings(BaseSettings):
     # Threads for the work behind Slack's acks. More than the cores slows the acks themselves
     # (bench/ack_latency.py on 2 cores: p99 1.2x a bare Bolt app with 2, 2-2.5x with 4).
     slack_workers: int = Field(default=2, ge=1, le=64)
+    # Work bound for one backend (MLflow, jobs, diagnosis, Alertmanager) runs on that backend's own threads,
+    # this many each, so a backend that hangs cannot take the workers everything else needs.
+    slack_backend_workers: int = Field(default=2, ge=1, le=16)
     # Who may run which slash command, and in which channels (see bot/authorization.py).
     slack_commands: dict[str, Any] = Field(default_factory=dict)
 
@@ -123,8 +143,29 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.data_dir / 'mlflow.db').resolve()}"
 
     def state_url(self) -> str:
-        """The SQLAlchemy URL of the state store (jobs, who launched what, state history)."""
-        return self.state_store_url or f"sqlite:///{(self.data_dir / 'state.db').resolve()}"
+        """The SQLAlchemy URL of the state store (jobs, who launched what, state history).
+
+        A PostgreSQL URL gets the connect timeout and the server-side statement and lock timeouts as libpq
+        parameters, except those it already names: what the URL says wins.
+        """
+        if not self.state_store_url:
+            return f"sqlite:///{(self.data_dir / 'state.db').resolve()}"
+        if not self.state_store_url.startswith("postgresql"):
+            return self.state_store_url
+        parts = urlsplit(self.state_store_url)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        # libpq takes whole seconds and treats less than 2 as 2.
+        query.setdefault("connect_timeout", str(max(2, round(self.connect_timeout_s))))
+        options = query.get("options", "")
+        server_timeouts = {
+            "statement_timeout": self.state_store_statement_timeout_s,
+            "lock_timeout": self.state_store_lock_timeout_s,
+        }
+        for name, seconds in server_timeouts.items():
+            if name not in options:
+                options = f"{options} -c {name}={round(seconds * 1000)}".strip()
+        query["options"] = options
+        return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
     def shown(self) -> dict[str, Any]:
         """The settings as `trainbot config` prints them: secrets and the credentials inside URLs masked."""

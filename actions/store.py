@@ -37,11 +37,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.engine import URL, ExceptionContext, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
 
-from actions.errors import BadRequest, Conflict, NotFound
+from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs import JobState, JobStatus, Launch
+from actions.service_failure import without_credentials
 from actions.settings import SettingsError
 
 TEXT_FIELDS = ("message", "reason", "deployment_status", "dashboard_url", "cluster_name", "submission_id")
@@ -54,6 +55,9 @@ ACTIVE_STATES = tuple(state.value for state in JobState if not state.terminal)
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # Tries at switching a fresh file to WAL while other connections race to do the same.
 WAL_ATTEMPTS = 10
+# PostgreSQL's codes for a statement it ended at a timeout, and the class of its connection errors.
+SERVER_TIMEOUTS = {"57014": "statement_timeout", "55P03": "lock_timeout"}
+CONNECTION_EXCEPTION_CLASS = "08"
 # Candidates an ambiguous prefix lists.
 MAX_CANDIDATES = 10
 # Each failed compare-and-set means another writer changed the job meanwhile, so this is never reached
@@ -387,12 +391,34 @@ def _parse_url(url: str) -> URL:
 
 def _create_engine(url: URL) -> Engine:
     if url.get_backend_name() != "sqlite":
-        return create_engine(url)
+        engine = create_engine(url)
+        event.listen(engine, "handle_error", _unreachable_server)
+        return engine
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _unreachable_server(context: ExceptionContext) -> Unavailable | None:
+    """One line naming the server for a connection that failed or timed out and a statement the server ended
+    at its statement or lock timeout (Settings.state_url sets them); None leaves any other error as it is."""
+    sqlstate = getattr(context.original_exception, "sqlstate", None)
+    if not isinstance(context.sqlalchemy_exception, OperationalError):
+        return None
+    url = context.engine.url if context.engine else None
+    server = f"PostgreSQL at {without_credentials(url.render_as_string(hide_password=False))}" if url else "PostgreSQL"
+    if sqlstate in SERVER_TIMEOUTS:
+        return Unavailable(f"{server} ended a statement at its {SERVER_TIMEOUTS[sqlstate]}; try again shortly")
+    if sqlstate is not None and not sqlstate.startswith(CONNECTION_EXCEPTION_CLASS):
+        return None
+    first_line = (str(context.original_exception).strip().splitlines() or ["no answer"])[0]
+    timeout = url.query.get("connect_timeout") if url else None
+    reason = f"no answer within {timeout} s" if "timeout" in first_line and timeout else first_line.split(": ")[-1]
+    return Unavailable(
+        f"{server} cannot be reached ({reason}); check that it is up and that TRAINBOT_STATE_STORE_URL names it"
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _connection_record: Any) -> None:

@@ -1,10 +1,14 @@
-"""Slack listeners that ack at once and hand the work behind the ack to a bounded pool of threads.
+"""Slack listeners that ack at once and hand the work behind the ack to bounded pools of threads.
 
 Bolt's lazy listeners would do the same, but each deep-copies the request, the per-request WebClient in
 its context included, in the thread that acks: a quarter of the server's CPU per `/train status`, and
 under a burst most of what made trainbot's acks slower than a bare Bolt app's (bench/ack_latency.py).
 Here the work gets the request's body and client as Bolt made them; Bolt makes the client per request,
 so the worker shares it with nobody.
+
+Work bound for a backend (its lane: MLflow, jobs, diagnosis, Alertmanager) runs on that lane's own pool,
+a bulkhead: when MLflow hangs, promotions wait on the MLflow threads while `/train help` and every other
+lane still have theirs. Work of no lane runs on the general pool.
 """
 
 from __future__ import annotations
@@ -24,23 +28,32 @@ log = logging.getLogger(__name__)
 Work = Callable[[dict[str, Any], WebClient], None]
 # Given the payload, what to ack with instead of running the work (a modal's field errors), or None.
 Refusal = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+# Given the payload, the backend its work waits on (bot/slack_lanes.py), or None for the general pool.
+Lane = Callable[[dict[str, Any]], "str | None"]
 
 
 def _no_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-class AckedWork:
-    """A bounded pool behind the acks: a burst queues here rather than piling up threads."""
+def _general(body: dict[str, Any]) -> str | None:
+    return None
 
-    def __init__(self, workers: int) -> None:
+
+class AckedWork:
+    """Bounded pools behind the acks: a burst queues here rather than piling up threads."""
+
+    def __init__(self, workers: int, lane_workers: int) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="slack-work")
+        self._lane_workers = lane_workers
+        self._lanes: dict[str, ThreadPoolExecutor] = {}
+        self._lanes_lock = threading.Lock()
         # Acked and not yet done, for a graceful stop.
         self._pending: set[Future[None]] = set()
         self._lock = threading.Lock()
 
-    def submit(self, work: Work, body: dict[str, Any], client: WebClient) -> None:
-        future = self.pool.submit(_logged, work, body, client)
+    def submit(self, work: Work, body: dict[str, Any], client: WebClient, lane: str | None = None) -> None:
+        future = self._pool(lane).submit(_logged, work, body, client)
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -55,11 +68,14 @@ class AckedWork:
             pending = set(self._pending)
         _, undone = wait(pending, timeout=timeout_s)
         # What has not started by now never will; the threads still running hold no new work.
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self._lanes_lock:
+            pools = [self.pool, *self._lanes.values()]
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
         return len(undone)
 
-    def listener(self, work: Work, refusal: Refusal = _no_refusal) -> Callable[..., None]:
-        """A Bolt listener that acks (or acks `refusal`'s answer and stops) and queues `work`."""
+    def listener(self, work: Work, refusal: Refusal = _no_refusal, lane: Lane = _general) -> Callable[..., None]:
+        """A Bolt listener that acks (or acks `refusal`'s answer and stops) and queues `work` in its lane."""
 
         def acked(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
             refused = refusal(body)
@@ -67,9 +83,25 @@ class AckedWork:
                 ack(**refused)
                 return
             ack()
-            self.submit(work, body, client)
+            self.submit(work, body, client, lane(body))
 
         return acked
+
+    def waiting(self) -> int:
+        """Work acked and waiting for a thread, in every pool."""
+        with self._lanes_lock:
+            pools = [self.pool, *self._lanes.values()]
+        # The executor keeps its queue private; it is the only measure of work waiting.
+        return sum(pool._work_queue.qsize() for pool in pools)
+
+    def _pool(self, lane: str | None) -> ThreadPoolExecutor:
+        if lane is None:
+            return self.pool
+        with self._lanes_lock:
+            if lane not in self._lanes:
+                # Threads start as work arrives: a lane nobody uses costs nothing.
+                self._lanes[lane] = ThreadPoolExecutor(self._lane_workers, thread_name_prefix=f"slack-{lane}")
+            return self._lanes[lane]
 
 
 def _logged(work: Work, body: dict[str, Any], client: WebClient) -> None:

@@ -4,7 +4,7 @@ depth of the queue of work behind the acks. A registry of its own, so nothing el
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -33,10 +33,9 @@ class Metrics:
             "trainbot_work_queue_depth", "Slack work acked and waiting for a worker thread", registry=self.registry
         )
 
-    def watch_queue(self, pool: ThreadPoolExecutor) -> None:
-        """Report `pool`'s waiting work at each scrape."""
-        # The executor keeps its queue private; it is the only measure of work waiting.
-        self.queue_depth.set_function(pool._work_queue.qsize)
+    def watch_queue(self, waiting: Callable[[], int]) -> None:
+        """Report the work `waiting` counts at each scrape."""
+        self.queue_depth.set_function(waiting)
 
     def answered(self, route: str, status: str) -> None:
         self.requests.labels(route=route, status=status).inc()

@@ -15,6 +15,7 @@ from actions.alert_threads import AlertThreads
 from bot.alert_messages import silenced_note, thread_parent
 from bot.alert_poster import post_key
 from bot.blocks import mrkdwn
+from bot.slack_lanes import ALERTMANAGER, always
 
 if TYPE_CHECKING:
     from actions.settings import Settings
@@ -31,7 +32,8 @@ def register_alert_actions(
 ) -> None:
     threads = AlertThreads(settings.state_url(), settings.alert_thread_labels)
     threads.create_schema()
-    app.action(SILENCE_ACTION)(work.listener(_silence_clicked(threads, settings.alertmanager_url, poster, attempt)))
+    silence_clicked = _silence_clicked(threads, settings.alertmanager_url, poster, attempt)
+    app.action(SILENCE_ACTION)(work.listener(silence_clicked, lane=always(ALERTMANAGER)))
 
 
 def _silence_clicked(threads: AlertThreads, alertmanager_url: str, poster: SlackPoster, attempt: Attempt) -> Work:

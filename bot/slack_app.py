@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App
 from slack_bolt.error import BoltError
 from slack_sdk import WebClient
+from slack_sdk.webhook import WebhookClient
 
 from actions.errors import ActionError, Unavailable
 from actions.settings import SettingsError
@@ -33,6 +34,7 @@ from bot.slack_diagnosis import kept_diagnoses, register_diagnosis_actions
 from bot.slack_grammar import Slash
 from bot.slack_groups import UserGroups
 from bot.slack_jobs import JobThreads
+from bot.slack_lanes import DIAGNOSIS, MLFLOW, always, model_lane, train_lane
 from bot.slack_model import answer_model
 from bot.slack_notices import offer_of
 from bot.slack_poster import SlackPoster, paced_client
@@ -66,13 +68,13 @@ class SlackBot:
 
 def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
     metrics = metrics or Metrics()
-    work = AckedWork(settings.slack_workers)
-    metrics.watch_queue(work.pool)
+    work = AckedWork(settings.slack_workers, settings.slack_backend_workers)
+    metrics.watch_queue(work.waiting)
     token = settings.slack_bot_token.get_secret_value()
     try:
         # Bolt checks the token with auth.test here.
         app = App(
-            client=paced_client(token, settings.slack_api_url),
+            client=paced_client(token, settings.slack_api_url, settings.read_timeout_s),
             signing_secret=settings.slack_signing_secret.get_secret_value(),
             # Listeners run in the request's own thread and ack at once (otherwise Bolt queues them on a pool
             # and polls for the ack every 10 ms); the work behind the ack goes to `work`'s pool.
@@ -98,13 +100,17 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
     train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
-    app.command("/train")(work.listener(_answering(lambda slash: answer_train(slash, train), attempt)))
-    app.command("/model")(work.listener(_answering(lambda slash: answer_model(slash, desk, authorize), attempt)))
-    app.action("promotion_approve")(work.listener(_approve_clicked(desk, attempt)))
+    train_answer = _answering(lambda slash: answer_train(slash, train), attempt)
+    app.command("/train")(work.listener(train_answer, lane=train_lane))
+    model_answer = _answering(lambda slash: answer_model(slash, desk, authorize), attempt)
+    app.command("/model")(work.listener(model_answer, lane=model_lane))
+    app.action("promotion_approve")(work.listener(_approve_clicked(desk, attempt), lane=always(MLFLOW)))
     app.action("promotion_reject")(_reject_clicked(desk, attempt))
-    app.view(REJECT_REASON)(work.listener(_reject_submitted(desk, attempt), refusal=_reason_missing))
-    app.action(re.compile(f"^{OFFER_ACTION}"))(work.listener(_offer_taken(desk, attempt)))
-    app.action(DIAGNOSE_ACTION)(work.listener(_diagnose_clicked(diagnoses, authorize, attempt)))
+    reject_submitted = _reject_submitted(desk, attempt)
+    app.view(REJECT_REASON)(work.listener(reject_submitted, refusal=_reason_missing, lane=always(MLFLOW)))
+    app.action(re.compile(f"^{OFFER_ACTION}"))(work.listener(_offer_taken(desk, attempt), lane=always(MLFLOW)))
+    diagnose_clicked = _diagnose_clicked(diagnoses, authorize, attempt)
+    app.action(DIAGNOSE_ACTION)(work.listener(diagnose_clicked, lane=always(DIAGNOSIS)))
     register_diagnosis_actions(app, work, poster, kept_diagnoses(settings), attempt)
     register_alert_actions(app, work, settings, poster, attempt)
     return SlackBot(app, poster, train, work)
@@ -126,11 +132,12 @@ def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Work:
     """The work behind a slash command's ack: answer it ephemerally, whatever happens."""
 
     def reply(command: dict[str, Any], client: WebClient) -> None:
-        # As Bolt makes a request's `respond`: the command's response_url, through the client's proxy and TLS.
-        respond = Respond(response_url=command["response_url"], proxy=client.proxy, ssl=client.ssl)
+        # As Bolt makes a request's `respond` (the command's response_url, through the client's proxy and TLS),
+        # with the client's timeout too: Bolt's waits 30 s.
+        respond = WebhookClient(command["response_url"], timeout=client.timeout, proxy=client.proxy, ssl=client.ssl)
 
         def say(message: Message) -> None:
-            respond(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
+            respond.send(text=message.text, blocks=message.blocks, response_type="ephemeral", replace_original=False)
 
         slash = Slash(command.get("text", ""), command["user_id"], command.get("channel_id", ""))
         attempt(lambda: say(answer(slash)), lambda text: say(render("error", text, message=text)), command)

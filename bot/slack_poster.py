@@ -23,11 +23,13 @@ CHANNEL_INTERVAL_S = 1.0
 RATE_LIMIT_RETRIES = 3
 
 
-def paced_client(token: str, base_url: str) -> WebClient:
-    """A WebClient that waits out a 429 for as long as its Retry-After says, then tries again."""
+def paced_client(token: str, base_url: str, timeout_s: float) -> WebClient:
+    """A WebClient that waits out a 429 for as long as its Retry-After says, then tries again; each request
+    (connecting, and each read) waits at most `timeout_s` (slack_sdk's default is 30 s, retried once)."""
     return WebClient(
         token=token,
         base_url=base_url,
+        timeout=timeout_s,  # type: ignore[arg-type] - urllib takes a float; slack_sdk's hint says int
         retry_handlers=[ConnectionErrorRetryHandler(), RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)],
     )
 

@@ -45,6 +45,10 @@ def locked(engine: Engine) -> Iterator[Connection]:
     """A connection in a transaction that holds the migration lock until it commits."""
     with engine.connect() as connection:
         if connection.dialect.name == "postgresql":
+            # The store's URL bounds every statement and lock wait (seconds); a migration, and waiting for
+            # another process's migration, may take longer.
+            connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
+            connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
             connection.execute(select(func.pg_advisory_xact_lock(ADVISORY_LOCK_KEY)))
             yield connection
             connection.commit()

@@ -262,3 +262,41 @@ def test_a_hanging_server_never_holds_past_the_deadline(hanging_url, tmp_path):
         collect_prometheus(SCENARIOS[0].target, _config(hanging_url), writer, Deadline(0.5))
 
     assert time.monotonic() - began < 2
+
+
+class _Answering(http.server.BaseHTTPRequestHandler):
+    """Answers each GET with 200 and the next of `bodies`, as it is."""
+
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_GET(self) -> None:
+        body = self.bodies.pop(0)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_the_response_is_saved_byte_for_byte(tmp_path, monkeypatch):
+    """PrometheusConnect hands back only its parse of `data.result`; the bundle keeps what Prometheus sent."""
+    body = b'{"status" : "success",\n "data":{"resultType":"matrix",'
+    body += b'"result":[{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL"},"values":[[1,"1.50"]]}]}, "warnings":["w"]}'
+    discovery = b'{"status":"success","data":["DCGM_FI_DEV_GPU_UTIL"]}'
+    monkeypatch.setattr(_Answering, "bodies", [discovery, body])
+    with in_thread(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering)) as url:
+        _collect(SCENARIOS[0].target, _config(url, metrics=("DCGM_FI_DEV_GPU_UTIL",)), tmp_path)
+
+    assert (tmp_path / "prometheus" / "DCGM_FI_DEV_GPU_UTIL.json").read_bytes() == body
+
+
+def test_an_answer_that_is_not_prometheus_json_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(_Answering, "bodies", [b"<html>a login page</html>"])
+    with (
+        in_thread(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering)) as url,
+        pytest.raises(SourceUnavailable, match=r"^error: not a Prometheus answer from .*: <html>a login page</html>$"),
+    ):
+        _collect(SCENARIOS[0].target, _config(url), tmp_path)

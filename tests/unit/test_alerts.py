@@ -68,7 +68,9 @@ def deliver(url: str, body: dict) -> dict:
 def poster_for(slack: LocalSlack, settings: Settings, paced: bool = False) -> SlackPoster:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
-    return SlackPoster(paced_client("xoxb-test", slack.api_url), posts, None if paced else ChannelPacer(interval_s=0))
+    return SlackPoster(
+        paced_client("xoxb-test", slack.api_url, timeout_s=10), posts, None if paced else ChannelPacer(interval_s=0)
+    )
 
 
 def alert_poster(slack: LocalSlack, settings: Settings, threads: AlertThreads, **options) -> AlertPoster:

@@ -47,7 +47,7 @@ def poster(settings: Settings, slack: LocalSlack) -> Iterator[SlackPoster]:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     # Unpaced, so a test posting a thread's worth of messages does not wait a second for each.
-    yield SlackPoster(paced_client("xoxb-test", slack.api_url), posts, ChannelPacer(interval_s=0))
+    yield SlackPoster(paced_client("xoxb-test", slack.api_url, timeout_s=10), posts, ChannelPacer(interval_s=0))
     posts.close()
 
 

@@ -24,7 +24,7 @@ def posts(state_store_url) -> SlackPosts:
 
 
 def poster_for(slack: LocalSlack, posts: SlackPosts) -> SlackPoster:
-    return SlackPoster(paced_client("xoxb-test", slack.api_url), posts)
+    return SlackPoster(paced_client("xoxb-test", slack.api_url, timeout_s=10), posts)
 
 
 def test_the_pacer_gives_each_channel_one_slot_a_second_and_channels_do_not_wait_for_each_other():
