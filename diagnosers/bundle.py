@@ -242,9 +242,10 @@ class _Loader:
     def _read_prometheus(self, relative: str, raw: bytes) -> None:
         if self.samples >= MAX_SAMPLES_PER_BUNDLE:
             raise BadInput(f"not read: the bundle already gave {MAX_SAMPLES_PER_BUNDLE:,} samples, the limit")
-        metric = PurePosixPath(relative).stem
-        json_sources.read_prometheus(self.evidence, raw, relative, metric)
-        self.samples = sum(len(series.values) for named in self.evidence.series.values() for series in named)
+        known = {metric: len(series) for metric, series in self.evidence.series.items()}
+        json_sources.read_prometheus(self.evidence, raw, relative, PurePosixPath(relative).stem)
+        for metric, series in self.evidence.series.items():
+            self.samples += sum(len(one.values) for one in series[known.get(metric, 0) :])
 
     def _read_steps(self, relative: str, stream: io.BufferedReader) -> None:
         room = min(MAX_STEPS_PER_FILE, MAX_STEPS_PER_BUNDLE - self.steps)
