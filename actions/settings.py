@@ -18,6 +18,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from diagnosers.collect.target import DCGM_METRICS
+from diagnosers.limits import MIB, Limits
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,10 @@ class Settings(BaseSettings):
     collect_deadline_s: float = Field(default=60.0, gt=0)
     collect_request_timeout_s: float = Field(default=10.0, gt=0)
     collect_log_max_mb: int = Field(default=8, ge=1)
+    # Reading a bundle (diagnosers/limits.py): decompressed MB per archive file and in all, and seconds.
+    bundle_max_file_mb: int = Field(default=Limits().file_bytes // MIB, ge=1)
+    bundle_max_total_mb: int = Field(default=Limits().total_bytes // MIB, ge=1)
+    bundle_deadline_s: float = Field(default=Limits().seconds, gt=0)
 
     # Slack, under the names Bolt gives them (no TRAINBOT_ prefix).
     slack_bot_token: SecretStr = Field(
@@ -136,6 +141,9 @@ class Settings(BaseSettings):
     slack_backend_workers: int = Field(default=2, ge=1, le=16)
     # Who may run which slash command, and in which channels (see bot/authorization.py).
     slack_commands: dict[str, Any] = Field(default_factory=dict)
+
+    def bundle_limits(self) -> Limits:
+        return Limits(self.bundle_max_file_mb * MIB, self.bundle_max_total_mb * MIB, self.bundle_deadline_s)
 
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:

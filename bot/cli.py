@@ -33,13 +33,14 @@ class UserError(Exception):
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    from actions.settings import load_settings  # noqa: PLC0415
     from bot.report import render_text  # noqa: PLC0415
     from diagnosers.bundle import NotABundle  # noqa: PLC0415
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
     try:
         if is_bundle_path(args.target):
-            diagnosis = diagnose_path(Path(args.target))
+            diagnosis = diagnose_path(Path(args.target), load_settings().bundle_limits())
         else:
             from bot.job_commands import collect_live  # noqa: PLC0415 - settings, store, backends
 

@@ -1,35 +1,52 @@
-"""Load an evidence bundle (a folder, or a .tar.gz of one) into Evidence.
+"""Load an evidence bundle (a folder, or a .tar.gz, .tar.bz2, .tar.xz or .tar of one) into Evidence.
 
 Every file is optional. A file that cannot be read as what its place in the layout says
 (bad JSON, binary junk, an empty file, an unknown Prometheus result) becomes a note in
 `sources` and the rest of the bundle is still read. Archives are read member by member
-without extracting anything to disk, so a hostile archive cannot write outside a folder.
+without extracting anything to disk, so a hostile archive cannot write outside a folder;
+links, devices, absolute and `..` names are refused. Reading is bounded (diagnosers.limits):
+decompressed bytes per file and in all, seconds, JSON memory, matched lines and step
+records; whatever is cut is noted under `sources`.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import os
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence
+from diagnosers.limits import MIB, Budget, BudgetSpent, CountedReader, Limits
 from diagnosers.parsers import json_sources
 from diagnosers.parsers.json_sources import BadInput
 from diagnosers.parsers.logs import LogParser, ParsedLog
 
-# JSON is parsed whole; beyond this a file is skipped with a note rather than risk the host's memory.
-MAX_JSON_BYTES = 256 << 20
+# JSON is parsed whole: beyond this many bytes a file is not even read into memory.
+MAX_JSON_BYTES = 64 * MIB
+# What parsing a JSON file may take: its bytes about three times over (the bytes, the text the quotes are
+# found in, the strings) and a Python object per value, so `[{},{},...]` is refused before it is parsed.
+JSON_MEMORY_BYTES = 256 * MIB
+JSON_BYTES_PER_VALUE = 128
 # A file notes list this long is already unreadable in Slack; the rest are counted.
 MAX_FILE_NOTES = 20
 # Bytes looked at to tell a text log from binary junk.
 SNIFF_BYTES = 8192
-# Share of control bytes (other than tab, newline, CR, ESC, form feed) above which a log is binary.
-BINARY_CONTROL_SHARE = 0.10
+# Matched lines kept from one log, and from all of them: each holds a quoted line of up to 4 KB.
+MAX_HITS_PER_LOG = 10_000
+MAX_HITS_PER_BUNDLE = 50_000
+# Step records kept from one steps file, and from all of them (a few hundred bytes each).
+MAX_STEPS_PER_FILE = 100_000
+MAX_STEPS_PER_BUNDLE = 400_000
+# Prometheus samples kept from all files: 40 bytes each, packed (a 64-GPU, 6-hour bundle has about a million).
+MAX_SAMPLES_PER_BUNDLE = 5_000_000
 
 JSON_READERS = {
     "k8s/events.json": json_sources.read_events,
@@ -41,24 +58,33 @@ JSON_READERS = {
     "ray/tasks.json": json_sources.read_ray_tasks,
 }
 LAYOUT_ROOTS = frozenset({*SOURCE_NAMES, "bundle.json"})
+ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
 class NotABundle(Exception):
-    """PATH is neither a bundle folder nor a .tar.gz of one."""
+    """PATH is neither a bundle folder nor an archive of one."""
 
 
-Opener = Callable[[], AbstractContextManager[BinaryIO]]
+class Refused(Exception):
+    """An archive member the loader will not read (a link, a device, a name outside the bundle)."""
 
 
-def load_bundle(path: Path, parser: LogParser | None = None) -> Evidence:
-    loader = _Loader(parser or LogParser())
+# Opens a file of the bundle: its bytes counted against the budget (a refused member raises Refused).
+Opener = Callable[[], CountedReader]
+
+
+def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | None = None) -> Evidence:
+    loader = _Loader(parser or LogParser(), Budget(limits or Limits()))
     try:
-        for relative, size, opener in _entries(path):
+        for relative, size, opener in _entries(path, loader.budget):
             loader.add(relative, size, opener)
-    except (tarfile.TarError, EOFError, zlib.error) as error:
+    except BudgetSpent as spent:
+        after = f"; nothing after {loader.last} was read" if loader.last else ""
+        loader.note_bundle(path.name, f"error: {spent}{after}")
+    except ARCHIVE_ERRORS as error:
         if not loader.recognised:
             raise NotABundle(f"{path}: the archive is damaged ({error})") from None
-        loader.note(path.name, f"error: the archive is damaged or cut short ({error}); read what came before")
+        loader.note_bundle(path.name, f"error: the archive is damaged or cut short ({error}); read what came before")
     if not loader.recognised:
         raise NotABundle(
             f"{path} holds none of bundle.json, logs/, k8s/, ray/, prometheus/ or steps/: it is not an evidence bundle"
@@ -66,24 +92,24 @@ def load_bundle(path: Path, parser: LogParser | None = None) -> Evidence:
     return loader.finish()
 
 
-def _entries(path: Path) -> Iterator[tuple[str, int, Opener]]:
+def _entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
     if path.is_dir():
-        return _folder_entries(path)
+        return _folder_entries(path, budget)
     if path.is_file():
         if not tarfile.is_tarfile(path):
             raise NotABundle(f"{path} is a file but not a .tar.gz bundle; pass a bundle folder or archive")
-        return _tar_entries(path)
+        return _tar_entries(path, budget)
     raise NotABundle(f"{path} does not exist")
 
 
-def _folder_entries(root: Path) -> Iterator[tuple[str, int, Opener]]:
+def _folder_entries(root: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
     """Files under the layout's own names only: never a walk of whatever folder was passed."""
     for name in sorted(LAYOUT_ROOTS):
         top = root / name
         if top.is_symlink():
             continue
         if top.is_file():
-            yield name, top.stat().st_size, lambda top=top: top.open("rb")
+            yield name, top.stat().st_size, lambda top=top: CountedReader(top.open("rb"), budget)
             continue
         for folder, dirnames, filenames in os.walk(top):
             dirnames.sort()
@@ -92,19 +118,57 @@ def _folder_entries(root: Path) -> Iterator[tuple[str, int, Opener]]:
                 if full.is_symlink() or not full.is_file():
                     continue
                 relative = full.relative_to(root).as_posix()
-                yield relative, full.stat().st_size, lambda full=full: full.open("rb")
+                yield relative, full.stat().st_size, lambda full=full: CountedReader(full.open("rb"), budget)
 
 
-def _tar_entries(path: Path) -> Iterator[tuple[str, int, Opener]]:
-    with tarfile.open(path, "r|*") as archive:
+def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+    """Members in archive order. Every decompressed byte, a skipped one too, is counted below tarfile."""
+    with ExitStack() as stack:
+        plain = _decompressed(stack.enter_context(path.open("rb")))
+        stack.callback(plain.close)
+        counted = io.BufferedReader(CountedReader(plain, budget, archive=True))
+        archive = stack.enter_context(tarfile.open(fileobj=counted, mode="r|"))
         for member in archive:
-            if not member.isfile():
+            relative = _layout_path(member.name)
+            refusal = _refusal(member)
+            if refusal:
+                yield relative, member.size, lambda refusal=refusal: _refuse(refusal)
                 continue
             stream = archive.extractfile(member)
-            if stream is None:
-                continue
-            relative = _layout_path(member.name)
-            yield relative, member.size, lambda stream=stream: nullcontext(stream)
+            if stream is not None:
+                yield (
+                    relative,
+                    member.size,
+                    lambda stream=stream: CountedReader(stream, budget, budget.limits.file_bytes),
+                )
+
+
+def _decompressed(raw: BinaryIO) -> BinaryIO:
+    """The tar stream inside gzip, bz2 or xz (by their leading bytes), or raw for a plain tar."""
+    magic = raw.read(6)
+    raw.seek(0)
+    # Closed by the caller's ExitStack.
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+    return raw
+
+
+def _refusal(member: tarfile.TarInfo) -> str:
+    if member.name.startswith("/") or ".." in PurePosixPath(member.name).parts:
+        return "its name leads outside the bundle; not read"
+    if member.issym() or member.islnk():
+        return "a link, not a file; not followed"
+    if not member.isfile():
+        return "not a regular file; not read"
+    return ""
+
+
+def _refuse(refusal: str) -> CountedReader:
+    raise Refused(refusal)
 
 
 def _layout_path(name: str) -> str:
@@ -116,75 +180,125 @@ def _layout_path(name: str) -> str:
 
 
 class _Loader:
-    def __init__(self, parser: LogParser) -> None:
+    def __init__(self, parser: LogParser, budget: Budget) -> None:
         self.parser = parser
+        self.budget = budget
         self.evidence = Evidence()
         self.recognised = False
         self.present: set[str] = set()
         self.declared: dict[str, str] = {}
         self.notes: dict[str, str] = {}
+        self.bundle_notes: dict[str, str] = {}
         self.extra_notes = 0
+        self.last = ""
+        self.hits = 0
+        self.steps = 0
+        self.samples = 0
 
     def add(self, relative: str, size: int, opener: Opener) -> None:
         top = relative.split("/", 1)[0]
         if top not in LAYOUT_ROOTS or (relative == top and top != "bundle.json"):
             return
         self.recognised = True
+        self.last = relative
         try:
-            if size == 0:
-                raise BadInput("empty file")
-            self._read(relative, top, size, opener)
+            with opener() as counted:
+                if size == 0:
+                    raise BadInput("empty file")
+                self._read(relative, top, counted)
             if top in SOURCE_NAMES:
                 self.present.add(top)
+            if counted.cut:
+                self.note(relative, f"error: {_cut(self.budget.limits)}; read what came before")
         except BadInput as problem:
             self.note(relative, f"error: {problem}")
+        except Refused as refusal:
+            self.note(relative, f"error: {refusal}")
+        except BudgetSpent as spent:
+            self.note(relative, f"error: {spent}; the rest of this file was not read")
+            raise
         except OSError as error:
             self.note(relative, f"error: cannot read ({error.strerror or error})")
 
-    def _read(self, relative: str, top: str, size: int, opener: Opener) -> None:
+    def _read(self, relative: str, top: str, counted: CountedReader) -> None:
+        stream = io.BufferedReader(counted, SNIFF_BYTES)
         if top == "logs":
-            self._read_log(relative, opener)
-            return
-        if relative.endswith(".json") and size > MAX_JSON_BYTES:
-            raise BadInput(f"{size >> 20} MB is over the {MAX_JSON_BYTES >> 20} MB limit for a JSON file")
-        with opener() as stream:
-            raw = stream.read()
+            self._read_log(relative, stream)
+        elif top == "steps":
+            self._read_steps(relative, stream)
+        else:
+            self._read_json(relative, top, _json_bytes(stream, counted, self.budget.limits))
+
+    def _read_json(self, relative: str, top: str, raw: bytes) -> None:
         if relative == "bundle.json":
             self.evidence.meta, self.declared = json_sources.read_meta(raw, relative)
         elif relative in JSON_READERS:
             JSON_READERS[relative](self.evidence, self.parser, raw, relative)
         elif top == "prometheus" and relative.endswith(".json"):
-            json_sources.read_prometheus(self.evidence, raw, relative, PurePosixPath(relative).stem)
-        elif top == "steps":
-            bad = json_sources.read_steps(self.evidence, raw, relative)
-            if bad:
-                self.note(relative, f"error: {bad} line(s) are not step records; skipped them")
+            self._read_prometheus(relative, raw)
         else:
             raise BadInput("not part of the bundle layout; ignored")
 
-    def _read_log(self, relative: str, opener: Opener) -> None:
-        with opener() as raw_stream:
-            stream = raw_stream if isinstance(raw_stream, io.BufferedReader) else io.BufferedReader(raw_stream)
-            head = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
-            if _looks_binary(head):
-                raise BadInput("binary content, not a text log; skipped")
+    def _read_prometheus(self, relative: str, raw: bytes) -> None:
+        if self.samples >= MAX_SAMPLES_PER_BUNDLE:
+            raise BadInput(f"not read: the bundle already gave {MAX_SAMPLES_PER_BUNDLE:,} samples, the limit")
+        known = {metric: len(series) for metric, series in self.evidence.series.items()}
+        json_sources.read_prometheus(self.evidence, raw, relative, PurePosixPath(relative).stem)
+        for metric, series in self.evidence.series.items():
+            self.samples += sum(len(one.values) for one in series[known.get(metric, 0) :])
 
-            def on_long_line(line: int) -> None:
-                self.note(relative, f"line {line} is longer than the scanner's window; evidence from it is cut")
+    def _read_steps(self, relative: str, stream: io.BufferedReader) -> None:
+        room = min(MAX_STEPS_PER_FILE, MAX_STEPS_PER_BUNDLE - self.steps)
+        if room <= 0:
+            raise BadInput(f"not read: the bundle already gave {MAX_STEPS_PER_BUNDLE} step records, the limit")
+        read = json_sources.read_steps(self.evidence, stream, relative, room)
+        self.steps += read.kept
+        problems = []
+        if read.bad:
+            problems.append(f"{read.bad} line(s) are not step records; skipped them")
+        if read.stopped_at:
+            problems.append(f"stopped at line {read.stopped_at}: {read.why}")
+        if problems:
+            self.note(relative, "error: " + "; ".join(problems))
 
-            parsed = ParsedLog()
-            try:
-                self.parser.parse(relative, stream, on_long_line, into=parsed)
-            finally:
-                # A log cut short (a damaged archive) still gives what was read before the damage.
-                self.evidence.add_signals(parsed.signals)
-                self.evidence.exceptions.extend(parsed.exceptions)
+    def _read_log(self, relative: str, stream: io.BufferedReader) -> None:
+        if _looks_binary(stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]):
+            raise BadInput("binary content, not a text log; skipped")
+        room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
+        if room <= 0:
+            raise BadInput(
+                f"not scanned: the bundle's logs already gave {MAX_HITS_PER_BUNDLE} matching lines, the limit"
+            )
+
+        def on_long_line(line: int) -> None:
+            self.note(relative, f"line {line} is longer than the scanner's window; evidence from it is cut")
+
+        parsed = ParsedLog()
+        try:
+            self.parser.parse(relative, stream, on_long_line, into=parsed, max_hits=room)
+        finally:
+            # A log cut short (a damaged archive, a spent budget) still gives what was read before the cut.
+            self.hits += parsed.hits
+            self.evidence.add_signals(parsed.signals)
+            self.evidence.exceptions.extend(parsed.exceptions)
+        if parsed.binary_at:
+            self.note(relative, f"error: binary content from line {parsed.binary_at}; the rest was not scanned")
+        elif parsed.stopped_at:
+            self.note(
+                relative,
+                f"error: stopped at line {parsed.stopped_at}: {room} lines matched trainbot's patterns, the limit; "
+                "the rest was not scanned",
+            )
 
     def note(self, relative: str, note: str) -> None:
         if len(self.notes) < MAX_FILE_NOTES:
             self.notes[relative] = note
         else:
             self.extra_notes += 1
+
+    def note_bundle(self, name: str, note: str) -> None:
+        """A note about the bundle as a whole: never counted away among the files' notes."""
+        self.bundle_notes[name] = note
 
     def finish(self) -> Evidence:
         sources = {name: OK if name in self.present else self.declared.get(name, MISSING) for name in SOURCE_NAMES}
@@ -194,11 +308,35 @@ class _Loader:
         sources.update(self.notes)
         if self.extra_notes:
             sources["more-files"] = f"error: {self.extra_notes} more file(s) could not be read"
+        sources.update(self.bundle_notes)
         self.evidence.sources = sources
         return self.evidence
 
 
+def _cut(limits: Limits) -> str:
+    return f"cut at {limits.file_bytes // MIB} MB, the limit for one file of an archive (TRAINBOT_BUNDLE_MAX_FILE_MB)"
+
+
+def _json_bytes(stream: io.BufferedReader, counted: CountedReader, limits: Limits) -> bytes:
+    """The whole file, when it fits what parsing it may cost."""
+    raw = stream.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise BadInput(f"over {MAX_JSON_BYTES // MIB} MB, the limit for a JSON file; skipped")
+    if counted.cut:
+        raise BadInput(f"{_cut(limits)}; skipped")
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{") + 1
+    needed = 3 * len(raw) + JSON_BYTES_PER_VALUE * values
+    if needed > JSON_MEMORY_BYTES:
+        raise BadInput(
+            f"{len(raw) // MIB} MB holding about {values:,} JSON values would take about {needed // MIB} MB "
+            f"to read, over the {JSON_MEMORY_BYTES // MIB} MB limit for a JSON file; skipped"
+        )
+    return raw
+
+
 _CONTROL_BYTES = bytes(byte for byte in range(32) if byte not in (9, 10, 12, 13, 27))
+# Share of control bytes (other than tab, newline, CR, ESC, form feed) above which a log is binary.
+BINARY_CONTROL_SHARE = 0.10
 
 
 def _looks_binary(head: bytes) -> bool:

@@ -30,6 +30,7 @@ from diagnosers.findings import (
     Finding,
     Severity,
 )
+from diagnosers.limits import Limits
 from diagnosers.rules import RULES, Rule
 
 FAILED = "failed"
@@ -81,8 +82,8 @@ class Diagnosis:
         }
 
 
-def diagnose_path(path: Path) -> Diagnosis:
-    return diagnose(load_bundle(path))
+def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
+    return diagnose(load_bundle(path, limits=limits))
 
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:

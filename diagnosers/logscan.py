@@ -23,6 +23,10 @@ LOOKAHEAD_BYTES = 64 << 10
 # Lines longer than this are quoted as a window around the match.
 MAX_LINE_BYTES = 4 << 10
 MAX_CONTEXT_LINES = 120
+# A log that turns binary part way (a core dump appended, a disk image renamed .log) is stopped there rather
+# than scanned for gigabytes: NUL bytes are looked for in this much of each block, which costs nothing.
+BINARY_SAMPLE_BYTES = 64 << 10
+BINARY_NUL_SHARE = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,13 @@ class LogScanner:
         self._block = block_bytes
         self._buffer = bytearray(block_bytes + LOOKAHEAD_BYTES + MAX_LINE_BYTES)
 
-    def scan(self, stream: BinaryIO, on_long_line: Callable[[int], None] | None = None) -> Iterator[Hit]:
+    def scan(
+        self,
+        stream: BinaryIO,
+        on_long_line: Callable[[int], None] | None = None,
+        on_binary: Callable[[int], None] | None = None,
+    ) -> Iterator[Hit]:
+        """Hits in file order. With on_binary, a block of binary content ends the scan: on_binary(its line)."""
         buffer = self._buffer
         view = memoryview(buffer)
         carry = 0
@@ -133,8 +143,11 @@ class LogScanner:
             got = _fill(stream, view, carry, self._block)
             end = carry + got
             at_eof = got < self._block
-            split = end if at_eof else _split_point(buffer, end)
-            if on_long_line and not reported_long and split == end - LOOKAHEAD_BYTES:
+            if on_binary and _binary(buffer, carry, end):
+                on_binary(base_line)
+                return
+            split, inside_a_line = (end, False) if at_eof else _split_point(buffer, end)
+            if on_long_line and not reported_long and inside_a_line:
                 reported_long = True
                 on_long_line(base_line + buffer.count(b"\n", 0, split))
             yield from _hits_in_block(buffer, view[:end], split, base_line, self._matcher, self._needles)
@@ -156,15 +169,21 @@ def _fill(stream: BinaryIO, view: memoryview, offset: int, size: int) -> int:
     return total
 
 
-def _split_point(buffer: bytearray, end: int) -> int:
-    """Where this block's reporting stops: after the last newline that leaves a look-ahead.
+def _binary(buffer: bytearray, start: int, end: int) -> bool:
+    sample_end = min(end, start + BINARY_SAMPLE_BYTES)
+    return buffer.count(b"\x00", start, sample_end) > (sample_end - start) * BINARY_NUL_SHARE
+
+
+def _split_point(buffer: bytearray, end: int) -> tuple[int, bool]:
+    """Where this block's reporting stops: after the last newline that leaves a look-ahead; and whether
+    that is inside an over-long line.
 
     When the last line before the look-ahead is longer than MAX_LINE_BYTES the block splits
     inside it, so a log of one endless line still streams in bounded memory.
     """
     limit = end - LOOKAHEAD_BYTES
     newline = buffer.rfind(b"\n", max(0, limit - MAX_LINE_BYTES), limit)
-    return newline + 1 if newline >= 0 else limit
+    return (newline + 1, False) if newline >= 0 else (limit, True)
 
 
 def _hits_in_block(

@@ -11,7 +11,8 @@ import json
 import math
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -25,6 +26,15 @@ class BadInput(ValueError):
     """A file of the bundle that cannot be read as what its name says it is."""
 
 
+# Status strings run through the line patterns from one JSON file: a file of a million events has said it all
+# long before, and each costs a pass over the patterns.
+MAX_JSON_TEXTS = 20_000
+# A quote shows at most this much either side of the value: minified JSON is one line of megabytes.
+QUOTE_WINDOW = 2048
+# Values never found in the file (escaped otherwise) each cost a search of it; after this many, none is searched.
+MAX_MISSES = 32
+
+
 class JsonLocator:
     """Finds the line of a JSON file where a string value is written, to quote it verbatim."""
 
@@ -32,20 +42,32 @@ class JsonLocator:
         self._raw = raw
         self._cursor = 0
         self._cursor_line = 1
+        self._misses = 0
+        self.texts_left = MAX_JSON_TEXTS
 
     def locate(self, value: str) -> tuple[int, str]:
+        self.texts_left -= 1
+        if self._misses >= MAX_MISSES:
+            return 1, value
         needle = json.dumps(value)[1:-1]
         position = self._raw.find(needle, self._cursor)
         if position < 0:
             position = self._raw.find(needle)
             if position < 0:
+                self._misses += 1
                 return 1, value
             self._cursor, self._cursor_line = 0, 1
         self._cursor_line += self._raw.count("\n", self._cursor, position)
         self._cursor = position
-        start = self._raw.rfind("\n", 0, position) + 1
-        end = self._raw.find("\n", position)
-        return self._cursor_line, self._raw[start : end if end >= 0 else len(self._raw)].strip()
+        return self._cursor_line, self._line_around(position, len(needle))
+
+    def _line_around(self, position: int, length: int) -> str:
+        low = max(0, position - QUOTE_WINDOW)
+        newline = self._raw.rfind("\n", low, position)
+        start = newline + 1 if newline >= 0 else low
+        high = min(len(self._raw), position + length + QUOTE_WINDOW)
+        newline = self._raw.find("\n", position, high)
+        return self._raw[start : newline if newline >= 0 else high].strip()
 
 
 def load_json(raw: bytes, source: str) -> Any:
@@ -77,6 +99,8 @@ def _text_signals(
     for part in [reason, *message.splitlines()]:
         if not part.strip():
             continue
+        if locator.texts_left <= 0:
+            raise BadInput(f"stopped after {MAX_JSON_TEXTS} status messages, the limit for one JSON file")
         line, quoted = locator.locate(part)
         for signal in parser.parse_text(source, line, part):
             evidence.add_signals([Signal(signal.kind, Quote(source, line, quoted), signal.attrs)])
@@ -299,41 +323,82 @@ def _series_lines(raw: bytes, count: int) -> list[int]:
     for _ in range(count):
         found = raw.find(b'"metric"', position)
         if found < 0:
-            lines.append(line)
-            continue
+            # No more keys to find: the rest share the last line (a search each would be quadratic).
+            return lines + [line] * (count - len(lines))
         line += raw.count(b"\n", position, found)
         lines.append(line)
         position = found + 1
     return lines
 
 
-STEP_FIELDS = ("rank", "step", "step_s")
+# A step record is a short line; a longer one is not a step record, and is skipped without being held whole.
+MAX_STEP_LINE_BYTES = 64 << 10
+# More lines than this that are not step records: the file is something else, and reading it on is waste.
+MAX_BAD_STEP_LINES = 10_000
 
 
-def read_steps(evidence: Evidence, raw: bytes, source: str) -> int:
-    """Step-phase JSONL; returns the number of lines that were not step records."""
-    bad = 0
-    for number, line in enumerate(raw.splitlines(), start=1):
+class _StepLine(msgspec.Struct):
+    rank: int
+    step: int
+    step_s: float
+    data_s: float | None = None
+    comm_s: float | None = None
+    samples: float | None = None
+
+
+# Lax, as json.loads was: "3" is a rank and "0.5" a time; unknown fields ("time") are skipped unparsed.
+_STEP_LINE = msgspec.json.Decoder(_StepLine, strict=False)
+
+
+@dataclass(slots=True)
+class StepsRead:
+    kept: int = 0
+    bad: int = 0
+    # The line at which reading stopped early, and why.
+    stopped_at: int = 0
+    why: str = ""
+
+
+def read_steps(evidence: Evidence, stream: BinaryIO, source: str, max_records: int) -> StepsRead:
+    """Step-phase JSON Lines, streamed a line at a time; at most `max_records` are kept."""
+    read = StepsRead()
+    for number, line in enumerate(_lines(stream), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-            rank, step, step_s = (record[key] for key in STEP_FIELDS)
-            data_s = float(record.get("data_s") or 0.0)
-            comm_s = float(record.get("comm_s") or 0.0)
-            samples = record.get("samples")
-            if not all(math.isfinite(value) and value >= 0 for value in (float(step_s), data_s, comm_s)):
-                raise ValueError("negative or non-finite timing")
-            evidence.steps[int(rank)].append(
-                StepRecord(
-                    step=int(step),
-                    step_s=float(step_s),
-                    data_s=data_s,
-                    comm_s=comm_s,
-                    samples=float(samples) if samples is not None else None,
-                    quote=Quote(source, number, line.decode("utf-8", "replace")),
-                )
-            )
-        except (ValueError, TypeError, KeyError, AttributeError):
-            bad += 1
-    return bad
+        record = _step_record(line, source, number)
+        if record is None:
+            read.bad += 1
+            if read.bad >= MAX_BAD_STEP_LINES:
+                read.stopped_at, read.why = number, f"{MAX_BAD_STEP_LINES} lines are not step records"
+                break
+            continue
+        if read.kept >= max_records:
+            read.stopped_at, read.why = number, f"kept {max_records} step records, the limit"
+            break
+        rank, step_record = record
+        evidence.steps[rank].append(step_record)
+        read.kept += 1
+    return read
+
+
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Lines up to MAX_STEP_LINE_BYTES; a longer line is read through in pieces and given as one bad line."""
+    while line := stream.readline(MAX_STEP_LINE_BYTES):
+        if len(line) < MAX_STEP_LINE_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := stream.readline(MAX_STEP_LINE_BYTES)) and not rest.endswith(b"\n"):
+            pass
+        yield b"{}"
+
+
+def _step_record(line: bytes, source: str, number: int) -> tuple[int, StepRecord] | None:
+    try:
+        fields = _STEP_LINE.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    data_s, comm_s = fields.data_s or 0.0, fields.comm_s or 0.0
+    if not all(math.isfinite(value) and value >= 0 for value in (fields.step_s, data_s, comm_s)):
+        return None
+    quote = Quote(source, number, line.rstrip(b"\r\n").decode("utf-8", "replace"))
+    return fields.rank, StepRecord(fields.step, fields.step_s, data_s, comm_s, fields.samples, quote)

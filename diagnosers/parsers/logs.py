@@ -27,6 +27,11 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
 class ParsedLog:
     signals: list[Signal] = field(default_factory=list)
     exceptions: list[PythonException] = field(default_factory=list)
+    # Lines that held a needle; the first one not parsed when `max_hits` stopped the parse.
+    hits: int = 0
+    stopped_at: int = 0
+    # The line from which the log turned out to be binary, where it did; the scan stopped there.
+    binary_at: int = 0
 
 
 class LogParser:
@@ -57,10 +62,20 @@ class LogParser:
         stream: BinaryIO,
         on_long_line: Callable[[int], None] | None = None,
         into: ParsedLog | None = None,
+        max_hits: int | None = None,
     ) -> ParsedLog:
-        """Parse a log; with `into`, results land there as they come, so a read error keeps them."""
+        """Parse a log; with `into`, results land there as they come, so a read error keeps them. The parse stops
+        after `max_hits` matched lines, and where the log turns binary."""
         parsed = into if into is not None else ParsedLog()
-        for hit in self._scanner.scan(stream, on_long_line):
+
+        def on_binary(line: int) -> None:
+            parsed.binary_at = line
+
+        for hit in self._scanner.scan(stream, on_long_line, on_binary):
+            if max_hits is not None and parsed.hits >= max_hits:
+                parsed.stopped_at = hit.line
+                break
+            parsed.hits += 1
             if self._traceback_needle in hit.needles:
                 exception = parse_traceback(source, hit.line, hit.text, hit.after)
                 if exception is not None:

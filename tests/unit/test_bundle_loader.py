@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from diagnosers import bundle as bundle_module
 from diagnosers.bundle import MAX_FILE_NOTES, NotABundle, load_bundle
 from diagnosers.engine import diagnose
 from diagnosers.findings import NCCL_TIMEOUT
+from diagnosers.limits import MIB, Limits
+from diagnosers.parsers.json_sources import QUOTE_WINDOW
 
 TIMEOUT_LINE = (
     "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
@@ -228,3 +231,89 @@ def test_a_task_killed_for_memory_in_the_task_list_is_host_oom(tmp_path, documen
     assert not [name for name in diagnosis.sources if name.startswith("ray/")], diagnosis.sources
     (host_oom,) = [found for found in diagnosis.findings if found.id == "host-oom"]
     assert {quote.source for quote in host_oom.evidence} == {"ray/tasks.json"}
+
+
+def tar_of(archive: Path, members: dict[str, bytes], mode: str = "w:gz") -> Path:
+    with tarfile.open(archive, mode) as tar:
+        for name, payload in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    return archive
+
+
+def test_an_archive_file_past_the_limit_is_cut_and_noted_and_what_came_before_is_read(tmp_path):
+    log = (TIMEOUT_LINE + "\n").encode() + b"step 1 loss 0.5\n" * (3 * MIB // 16)
+    archive = tar_of(tmp_path / "b.tar.bz2", {"logs/rank-1.log": log, "logs/rank-2.log": b"ok\n"}, "w:bz2")
+    diagnosis = diagnose(load_bundle(archive, limits=Limits(file_bytes=MIB)))
+    assert diagnosis.findings[0].id == NCCL_TIMEOUT
+    assert "cut at 1 MB, the limit for one file of an archive" in diagnosis.sources["logs/rank-1.log"]
+    assert "logs/rank-2.log" not in diagnosis.sources
+
+
+def test_a_spent_budget_stops_the_archive_with_a_note(tmp_path):
+    log = b"step 1 loss 0.5\n" * (3 * MIB // 16)
+    archive = tar_of(tmp_path / "b.tar.xz", {"logs/a.log": log, "logs/b.log": TIMEOUT_LINE.encode()}, "w:xz")
+    sources = load_bundle(archive, limits=Limits(total_bytes=MIB)).sources
+    assert "stopped after 1 MB decompressed, the limit for a bundle" in sources["b.tar.xz"]
+    assert "nothing after logs/a.log was read" in sources["b.tar.xz"]
+    assert "logs/b.log" not in sources
+
+
+def test_links_devices_and_names_outside_the_bundle_are_refused_with_a_note(tmp_path):
+    archive = tmp_path / "links.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, kind in (("logs/link.log", tarfile.SYMTYPE), ("logs/hard.log", tarfile.LNKTYPE)):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, "/etc/passwd"
+            tar.addfile(info)
+        device = tarfile.TarInfo("logs/dev.log")
+        device.type = tarfile.CHRTYPE
+        tar.addfile(device)
+        for name in ("logs/../../up.log", "logs/x.log"):
+            info = tarfile.TarInfo(name)
+            info.size = len(TIMEOUT_LINE)
+            tar.addfile(info, io.BytesIO(TIMEOUT_LINE.encode()))
+    diagnosis = diagnose(load_bundle(archive))
+    assert "a link, not a file" in diagnosis.sources["logs/link.log"]
+    assert "a link, not a file" in diagnosis.sources["logs/hard.log"]
+    assert "not a regular file" in diagnosis.sources["logs/dev.log"]
+    assert "leads outside the bundle" in diagnosis.sources["logs/../../up.log"]
+    assert {quote.source for quote in diagnosis.findings[0].evidence} == {"logs/x.log"}
+
+
+def test_steps_stream_past_a_huge_line_and_stop_at_the_record_limit(bundle, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_STEPS_PER_FILE", 3)
+    record = b'{"rank": 0, "step": %d, "step_s": 0.5, "data_s": "0.1", "comm_s": null}\n'
+    huge = b'{"rank": 0, "note": "' + b"x" * (1 << 20) + b'"}\n'
+    write(bundle / "steps" / "rank-0.jsonl", record % 1 + huge + b"".join(record % step for step in range(2, 9)))
+    evidence = load_bundle(bundle)
+    assert [record.step for record in evidence.steps[0]] == [1, 2, 3]
+    assert evidence.steps[0][1].quote.line == 3
+    note = evidence.sources["steps/rank-0.jsonl"]
+    assert "1 line(s) are not step records" in note
+    assert "stopped at line 5: kept 3 step records, the limit" in note
+
+
+def test_a_json_file_that_would_take_too_much_memory_is_refused_before_it_is_parsed(bundle):
+    write(bundle / "k8s" / "pods.json", b'{"items": [' + b"{}," * 1_500_000 + b"{}]}")
+    note = diagnose(load_bundle(bundle)).sources["k8s/pods.json"]
+    assert "JSON values would take about" in note
+    assert "over the 256 MB limit for a JSON file" in note
+
+
+def test_a_log_with_too_many_matching_lines_stops_with_a_note(bundle, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_HITS_PER_LOG", 10)
+    write(bundle / "logs" / "warn.log", "h:1:2 [0] NCCL WARN NET/Socket : Connection closed by peer\n" * 50)
+    diagnosis = diagnose(load_bundle(bundle))
+    assert "stopped at line 11: 10 lines matched" in diagnosis.sources["logs/warn.log"]
+    assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
+
+
+def test_minified_json_is_quoted_as_a_window_not_the_whole_file(tmp_path):
+    filler = [{"name": "square", "state": "FINISHED", "pad": "x" * 100} for _ in range(20_000)]
+    killed = TASKS["data"]["result"]["result"][0]
+    write(tmp_path / "ray" / "tasks.json", json.dumps([*filler, killed, *filler], separators=(",", ":")))
+    (host_oom,) = [found for found in diagnose(load_bundle(tmp_path)).findings if found.id == "host-oom"]
+    assert host_oom.evidence
+    assert all(len(quote.text) <= 2 * QUOTE_WINDOW + 500 for quote in host_oom.evidence)

@@ -77,6 +77,25 @@ def test_one_endless_line_streams_in_bounded_memory_and_is_quoted_as_a_window():
     assert long_lines == [1]
 
 
+def test_a_newline_just_before_the_split_is_not_an_over_long_line():
+    first = b"x" * (SMALL_BLOCK - LOOKAHEAD_BYTES - 1) + b"\n"
+    long_lines = []
+    scanner = LogScanner(NEEDLES, block_bytes=SMALL_BLOCK)
+    hits = list(scanner.scan(io.BytesIO(first + b"y\n" * SMALL_BLOCK + b"NCCL WARN\n"), long_lines.append))
+    assert [hit.text for hit in hits] == ["NCCL WARN"]
+    assert long_lines == []
+
+
+def test_a_log_that_turns_binary_stops_at_that_block():
+    text = b"NCCL WARN early\n" + b"step\n" * SMALL_BLOCK
+    binary_from = []
+    scanner = LogScanner(NEEDLES, block_bytes=SMALL_BLOCK)
+    stream = io.BytesIO(text + b"\x00" * (4 * SMALL_BLOCK) + b"\nNCCL WARN late\n")
+    hits = list(scanner.scan(stream, on_binary=binary_from.append))
+    assert [hit.text for hit in hits] == ["NCCL WARN early"]
+    assert len(binary_from) == 1 and 1 < binary_from[0] <= SMALL_BLOCK + 1
+
+
 def test_invalid_utf8_is_replaced_not_fatal():
     hit = next(LogScanner(NEEDLES).scan(io.BytesIO(b"\xff\xfe NCCL WARN \xc3\n")))
     assert "NCCL WARN" in hit.text and "\ufffd" in hit.text
