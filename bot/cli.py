@@ -38,14 +38,16 @@ def _diagnose(args: argparse.Namespace) -> int:
     from diagnosers.bundle import NotABundle  # noqa: PLC0415
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
+    limits = load_settings().bundle_limits()
     try:
         if is_bundle_path(args.target):
-            diagnosis = diagnose_path(Path(args.target), load_settings().bundle_limits())
+            diagnosis = diagnose_path(Path(args.target), limits)
         else:
             from bot.job_commands import collect_live  # noqa: PLC0415 - settings, store, backends
 
             with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-                diagnosis = diagnose_path(collect_live(args.target, Path(scratch) / args.target.replace("/", "_")))
+                collected = collect_live(args.target, Path(scratch) / args.target.replace("/", "_"))
+                diagnosis = diagnose_path(collected, limits)
     except NotABundle as error:
         raise UserError(str(error)) from None
     if args.json:

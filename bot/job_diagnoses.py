@@ -78,7 +78,7 @@ class JobDiagnoses:
         kept = self.shelf.find(key)
         assert kept is not None  # kept a moment ago, by this process
         post_diagnosis(
-            self.poster, channel, thread, diagnose_path(kept), kept,
+            self.poster, channel, thread, diagnose_path(kept, self.settings.bundle_limits()), kept,
             job=name, runbook_base_url=self.settings.runbook_base_url, evidence_key=key,
         )  # fmt: skip
 

@@ -76,7 +76,7 @@ def kept_diagnoses(settings: Settings) -> Load:
         from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
         folder = shelf.find(key)
-        return None if folder is None else diagnose_path(folder)
+        return None if folder is None else diagnose_path(folder, settings.bundle_limits())
 
     return load
 
