@@ -1,4 +1,4 @@
-"""The watcher over a real sqlite store: each transition once, across restarts; the polling helper."""
+"""The watcher over a real store (sqlite and PostgreSQL): each transition once, across restarts; the polling helper."""
 
 import time
 from collections.abc import Iterator
@@ -31,8 +31,8 @@ def changes(transitions) -> list[tuple[str, JobState | None, JobState]]:
 
 
 @pytest.fixture
-def store(tmp_path):
-    store = open_store(tmp_path)
+def store(state_store_url):
+    store = open_store(state_store_url)
     launched(store, "train-a")
     launched(store, "train-b")
     yield store
