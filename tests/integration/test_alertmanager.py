@@ -221,8 +221,7 @@ def test_alertmanager_sending_a_group_again_and_again_adds_nothing(alertmanager,
     in_thread = [
         call
         for call in slack.calls
-        if parent.answer["ts"] in (call.params.get("thread_ts"), call.params.get("ts"))
-        and not the_jobs_diagnosis(call)
+        if parent.answer["ts"] in (call.params.get("thread_ts"), call.params.get("ts")) and not the_jobs_diagnosis(call)
     ]
     assert len(in_thread) == 1
 
