@@ -54,19 +54,19 @@ def test_watch_yields_state_changes_only(store):
     assert backend.timeouts == [5]
 
 
-def test_restarted_watcher_yields_what_it_missed_once(tmp_path, store):
+def test_restarted_watcher_yields_what_it_missed_once(state_store_url, store):
     before_crash = watch(ScriptedBackend(JobStatus("train-a", RUNNING), JobStatus("train-b", RUNNING)), store)
     assert changes([next(before_crash)]) == [("train-a", PENDING, RUNNING)]
     before_crash.close()  # the bot dies before it sees train-b start; then, while down, train-a fails
 
     # observe() starts over with every job's current status, and repeats some as streams do.
     current = (JobStatus("train-a", FAILED, reason="OOM"), JobStatus("train-b", RUNNING))
-    restarted = open_store(tmp_path)
+    restarted = open_store(state_store_url)
     assert changes(watch(ScriptedBackend(*current, *current), restarted)) == [
         ("train-a", RUNNING, FAILED),
         ("train-b", PENDING, RUNNING),
     ]
-    assert list(watch(ScriptedBackend(*current), open_store(tmp_path))) == []
+    assert list(watch(ScriptedBackend(*current), open_store(state_store_url))) == []
     assert [event.state for event in store.history("train-a")] == [PENDING, RUNNING, FAILED]
 
 
