@@ -30,9 +30,9 @@ seen = Table(
 
 
 class SeenSignatures(Database):
-    """Every Slack request waits on this insert before its ack, so its commit does not wait for the disk: a
-    crash of the process loses nothing, and a crash of the machine at most the last signatures, whose
-    requests would be in their window for at most 5 minutes more."""
+    """Every Slack request's work waits on this insert, and the Slack workers are few, so its commit does not
+    wait for the disk: a crash of the process loses nothing, and a crash of the machine at most the last
+    signatures, whose requests would be in their window for at most 5 minutes more."""
 
     schema = metadata
 
@@ -43,8 +43,8 @@ class SeenSignatures(Database):
         if self.engine.dialect.name == "sqlite":
             # In WAL mode NORMAL syncs at checkpoints, not at each commit: 0.3 ms an insert here instead of 1.8.
             event.listen(self.engine, "connect", _commit_without_sync)
-            # sqlite takes one writer at a time and has the others sleep and retry (1, 2, 5, 10 ms...): a burst of
-            # 20 acks waited up to 100 ms. This process's writers queue instead.
+            # sqlite takes one writer at a time and has the others sleep and retry (1, 2, 5, 10 ms...): in a burst
+            # of 20 requests some waited up to 100 ms. This process's writers queue instead.
             self._writer = threading.Lock()
 
     def first_sight(self, signature: str, expires_at: datetime, now: datetime) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from slack_bolt import Ack
+from slack_bolt import Ack, BoltRequest
 from slack_sdk import WebClient
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,8 @@ Work = Callable[[dict[str, Any], WebClient], None]
 Refusal = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 # Given the payload, the backend its work waits on (bot/slack_lanes.py), or None for the general pool.
 Lane = Callable[[dict[str, Any]], "str | None"]
+# Given the request, whether this is its first delivery to any replica (bot/slack_entry.py): work is done once.
+FirstDelivery = Callable[[BoltRequest], bool]
 
 
 def _no_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -40,11 +42,16 @@ def _general(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _always_first(request: BoltRequest) -> bool:
+    return True
+
+
 class AckedWork:
     """Bounded pools behind the acks: a burst queues here rather than piling up threads."""
 
-    def __init__(self, workers: int, lane_workers: int) -> None:
+    def __init__(self, workers: int, lane_workers: int, first_delivery: FirstDelivery = _always_first) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="slack-work")
+        self._first_delivery = first_delivery
         self._lane_workers = lane_workers
         self._lanes: dict[str, ThreadPoolExecutor] = {}
         self._lanes_lock = threading.Lock()
@@ -52,8 +59,15 @@ class AckedWork:
         self._pending: set[Future[None]] = set()
         self._lock = threading.Lock()
 
-    def submit(self, work: Work, body: dict[str, Any], client: WebClient, lane: str | None = None) -> None:
-        future = self._pool(lane).submit(_logged, work, body, client)
+    def submit(
+        self,
+        work: Work,
+        body: dict[str, Any],
+        client: WebClient,
+        lane: str | None = None,
+        request: BoltRequest | None = None,
+    ) -> None:
+        future = self._pool(lane).submit(self._once, work, body, client, request)
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -77,15 +91,22 @@ class AckedWork:
     def listener(self, work: Work, refusal: Refusal = _no_refusal, lane: Lane = _general) -> Callable[..., None]:
         """A Bolt listener that acks (or acks `refusal`'s answer and stops) and queues `work` in its lane."""
 
-        def acked(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        def acked(ack: Ack, body: dict[str, Any], client: WebClient, request: BoltRequest | None = None) -> None:
             refused = refusal(body)
             if refused is not None:
                 ack(**refused)
                 return
             ack()
-            self.submit(work, body, client, lane(body))
+            self.submit(work, body, client, lane(body), request)
 
         return acked
+
+    def _once(self, work: Work, body: dict[str, Any], client: WebClient, request: BoltRequest | None) -> None:
+        # Checked here, not before the ack: the ack never waits on the database (bench/ack_latency.py).
+        if request is not None and not self._first_delivery(request):
+            log.warning("a %s delivered before was acked and not done again", body.get("type") or "slash command")
+            return
+        _logged(work, body, client)
 
     def waiting(self) -> int:
         """Work acked and waiting for a thread, in every pool."""

@@ -22,6 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
 from actions.errors import ActionError, Unavailable
+from actions.seen_signatures import SeenSignatures
 from actions.settings import SettingsError
 from actions.slack_posts import SlackPosts
 from bot.acked_work import AckedWork, Work
@@ -31,6 +32,7 @@ from bot.job_diagnoses import JobDiagnoses
 from bot.metrics import Metrics
 from bot.slack_alerts import register_alert_actions
 from bot.slack_diagnosis import kept_diagnoses, register_diagnosis_actions
+from bot.slack_entry import first_delivery
 from bot.slack_grammar import Slash
 from bot.slack_groups import UserGroups
 from bot.slack_jobs import JobThreads
@@ -68,7 +70,9 @@ class SlackBot:
 
 def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
     metrics = metrics or Metrics()
-    work = AckedWork(settings.slack_workers, settings.slack_backend_workers)
+    seen = SeenSignatures(settings.state_url())
+    seen.create_schema()
+    work = AckedWork(settings.slack_workers, settings.slack_backend_workers, first_delivery(seen))
     metrics.watch_queue(work.waiting)
     token = settings.slack_bot_token.get_secret_value()
     try:
