@@ -16,11 +16,14 @@ from diagnosers.rules.common import finding
 
 EMITS = (UNRECOGNISED_ERROR,)
 
+# Launchers' exceptions that only say a child failed; the child's own traceback is printed above them.
+_LAUNCHER_WRAPPERS = frozenset({"ChildFailedError", "RayTaskError", "RayActorError", "TrainingFailedError"})
+
 
 def check(evidence: Evidence) -> list[Finding]:
     fatal = evidence.of(failures.FATAL_LINE)
     ended = evidence.of(failures.NONZERO_EXIT, ray_log.JOB_FAILED)
-    exception = evidence.exceptions[-1] if evidence.exceptions else None
+    exception = _last_exception(evidence.exceptions)
     status_failed = evidence.meta.status.upper() == "FAILED"
     known_failed = status_failed or bool(ended)
     if not (known_failed or fatal or exception):
@@ -39,6 +42,11 @@ def check(evidence: Evidence) -> list[Finding]:
     return [found]
 
 
+def _last_exception(exceptions: list[PythonException]) -> PythonException | None:
+    own = [exception for exception in exceptions if exception.short_type not in _LAUNCHER_WRAPPERS]
+    return (own or exceptions or [None])[-1]
+
+
 def _exception_quotes(exception: PythonException | None) -> list[Quote]:
     if exception is None:
         return []
@@ -54,7 +62,8 @@ def _detail(known_failed: bool, fatal: list[Signal], exception: PythonException 
     if exception is not None:
         frame = exception.last_frame
         place = f" at {frame.file}:{frame.line} in {frame.function}" if frame else ""
-        parts.append(f"the last exception is {exception.short_type}: {exception.message[:200]}{place}")
+        message = f": {exception.message[:200]}" if exception.message.strip() else ""
+        parts.append(f"the last exception is {exception.short_type}{message}{place}")
     quoted = f": {'; '.join(parts)}" if parts else ""
     return (
         f"{what} and no rule recognises the cause{quoted}. trainbot claims no cause: read the quoted lines, "
