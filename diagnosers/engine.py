@@ -24,7 +24,9 @@ from diagnosers.findings import (
     MLFLOW_UNREACHABLE,
     NCCL_NETWORK_ERROR,
     NCCL_TIMEOUT,
+    PERFORMANCE_IDS,
     RANK_CONFIG,
+    UNRECOGNISED_ERROR,
     WORKER_DIED,
     XID_ERROR,
     Finding,
@@ -87,7 +89,8 @@ def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
 
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
-    findings = _without_needless_fallbacks([found for rule in rules for found in _run(rule, evidence)])
+    found_by_rules = [found for rule in rules for found in _run(rule, evidence)]
+    findings = _without_needless_fallbacks(_without_unrecognised_when_explained(found_by_rules))
     _demote_consequences(findings)
     if evidence.meta.did_not_fail:
         _demote_critical(findings)
@@ -107,6 +110,12 @@ def _run(rule: Rule, evidence: Evidence) -> list[Finding]:
 def _without_needless_fallbacks(findings: list[Finding]) -> list[Finding]:
     explained = any(found.severity is Severity.CRITICAL and not found.fallback for found in findings)
     return [found for found in findings if not (found.fallback and explained)]
+
+
+def _without_unrecognised_when_explained(findings: list[Finding]) -> list[Finding]:
+    """unrecognised-error never stands beside a recognised failure; a fallback recognises nothing."""
+    explained = any(found.id not in (*PERFORMANCE_IDS, UNRECOGNISED_ERROR) and not found.fallback for found in findings)
+    return [found for found in findings if not (found.id == UNRECOGNISED_ERROR and explained)]
 
 
 def _demote_consequences(findings: list[Finding]) -> None:

@@ -30,6 +30,8 @@ class BundleMeta:
     namespace: str = ""
     backend: str = ""
     status: str = ""
+    # Where bundle.json says the status, for a finding that has nothing else to quote.
+    status_quote: Quote | None = None
     world_size: int | None = None
     gpus_per_worker: int | None = None
     start: str = ""

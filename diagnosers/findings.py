@@ -1,6 +1,6 @@
 """The vocabulary of a diagnosis: finding ids, severities, quotes and findings.
 
-The 19 ids are fixed by BUNDLE.md; runbooks, alerts and saved bundles refer to them.
+The 20 ids are fixed by BUNDLE.md; runbooks, alerts and saved bundles refer to them.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ COMM_BOUND = "comm-bound"
 IO_BOUND = "io-bound"
 STRAGGLER = "straggler"
 SMALL_BATCH = "small-batch"
+UNRECOGNISED_ERROR = "unrecognised-error"
 
 FINDING_IDS: tuple[str, ...] = (
     NCCL_TIMEOUT,
@@ -62,9 +63,12 @@ FINDING_IDS: tuple[str, ...] = (
     IO_BOUND,
     STRAGGLER,
     SMALL_BATCH,
+    UNRECOGNISED_ERROR,
 )
 
 BOTTLENECK_IDS: tuple[str, ...] = (COMPUTE_BOUND, COMM_BOUND, IO_BOUND)
+# Ids that say how fast a run went; every other id says why something failed.
+PERFORMANCE_IDS: tuple[str, ...] = (*BOTTLENECK_IDS, NCCL_SLOW_TRANSPORT, STRAGGLER, SMALL_BATCH)
 
 # A finding quotes at most this many lines: enough to show it happened on several ranks,
 # few enough that a Slack thread stays readable.

@@ -220,6 +220,8 @@ def read_meta(raw: bytes, source: str) -> tuple[BundleMeta, dict[str, str]]:
         start=str(document.get("start") or ""),
         end=str(document.get("end") or ""),
     )
+    if meta.status:
+        meta.status_quote = Quote(source, *JsonLocator(raw.decode("utf-8", "replace")).locate(meta.status))
     sources = document.get("sources")
     statuses = {str(key): str(value) for key, value in sources.items()} if isinstance(sources, dict) else {}
     return meta, statuses

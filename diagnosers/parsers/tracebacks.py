@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from diagnosers.findings import Quote
 
@@ -23,6 +23,8 @@ class Frame:
     line: int
     function: str
     code: str
+    # The frame's `File "...", line N` line in the log, quoted where it was read.
+    quote: Quote | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +58,12 @@ def parse_traceback(source: str, header_line: int, header_text: str, after: Sequ
             continue
         frame = _FRAME.match(text)
         if frame:
-            frames.append(Frame(frame["file"], int(frame["line"]), frame["func"], ""))
+            quote = Quote(source, header_line + offset, raw)
+            frames.append(Frame(frame["file"], int(frame["line"]), frame["func"], "", quote))
             continue
         if text[0].isspace():
             if frames and not frames[-1].code:
-                last = frames[-1]
-                frames[-1] = Frame(last.file, last.line, last.function, text.strip())
+                frames[-1] = replace(frames[-1], code=text.strip())
             continue
         exception = _EXCEPTION.match(text.rstrip())
         if exception is None:

@@ -22,6 +22,7 @@ from diagnosers.rules import (
     services,
     small_batch,
     straggler,
+    unrecognised,
     workers,
 )
 
@@ -51,5 +52,7 @@ RULES: tuple[Rule, ...] = tuple(
         bottleneck,
         straggler,
         small_batch,
+        # Last: it speaks only when no rule above recognised the failure.
+        unrecognised,
     )
 )

@@ -153,6 +153,15 @@ LOG_CASES = {
         {"logs/submit.log": "ConnectionError: Failed to connect to Ray at address: http://127.0.0.1:8265."},
         {"bundle.json": '{"sources": {"ray": "unreachable"}}', "logs/a.log": "hello"},
     ],
+    "unrecognised-error": [
+        {
+            "bundle.json": '{"status": "FAILED"}',
+            "logs/driver.log": "2024-06-11 09:14:02,118 FATAL train.py:212 -- checkpoint manifest is corrupt\n"
+            'Traceback (most recent call last):\n  File "/workspace/train.py", line 212, in load_checkpoint\n'
+            "    manifest = json.loads(body)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        },
+        {"logs/launcher.log": "[FATAL] Unable to restore optimizer state\nJob 'raysubmit_Q2x7' exited with code 3"},
+    ],
 }
 
 NEAR_MISSES = {
@@ -336,3 +345,73 @@ def test_xid_from_the_dcgm_metric(tmp_path):
 def test_every_finding_id_is_covered_by_a_bundle_here():
     covered = set(LOG_CASES) | {"comm-bound", "io-bound", "compute-bound", "straggler", "small-batch"}
     assert covered == set(FINDING_IDS)
+
+
+UNKNOWN_ERROR_LOG = (
+    "step 40 loss=2.31\n"
+    "2024-06-11 09:14:02,118 FATAL train.py:212 -- checkpoint manifest s3://ckpt/run-7/manifest.json is corrupt\n"
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/train.py", line 388, in <module>\n'
+    "    main()\n"
+    '  File "/workspace/train.py", line 212, in load_checkpoint\n'
+    "    manifest = json.loads(body)\n"
+    "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+)
+
+
+def unrecognised(tmp_path: Path, files: dict[str, str]):
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    return diagnosis, {one.id: one for one in diagnosis.findings}.get("unrecognised-error")
+
+
+def test_a_failed_job_with_an_unknown_error_quotes_the_fatal_line_and_the_exception(tmp_path):
+    diagnosis, found = unrecognised(
+        tmp_path, {"bundle.json": '{"status": "FAILED"}', "logs/driver.log": UNKNOWN_ERROR_LOG}
+    )
+    assert found is not None and found.severity == "critical"
+    assert diagnosis.verdict == FAILED
+    assert [(quote.line, quote.text) for quote in found.evidence] == [
+        (2, UNKNOWN_ERROR_LOG.splitlines()[1]),
+        (6, '  File "/workspace/train.py", line 212, in load_checkpoint'),
+        (8, "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"),
+    ]
+    assert {quote.source for quote in found.evidence} == {"logs/driver.log"}
+
+
+def test_a_non_zero_exit_alone_makes_it_critical(tmp_path):
+    _, found = unrecognised(tmp_path, {"logs/run.log": "[FATAL] bad vocabulary\nexitcode  : 2 (pid: 4711)"})
+    assert found is not None and found.severity == "critical"
+
+
+def test_a_failed_status_with_nothing_in_the_logs_quotes_bundle_json(tmp_path):
+    _, found = unrecognised(tmp_path, {"bundle.json": '{\n  "status": "FAILED"\n}', "logs/a.log": "hello"})
+    assert found is not None and [(q.source, q.line) for q in found.evidence] == [("bundle.json", 2)]
+
+
+@pytest.mark.parametrize("status", ['{"status": "SUCCEEDED"}', '{"status": "RUNNING"}', "{}"])
+def test_a_traceback_the_run_survived_is_a_warning(tmp_path, status):
+    log = 'Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1\nretrying... ok'
+    diagnosis, found = unrecognised(tmp_path, {"bundle.json": status, "logs/w.log": log})
+    assert found is not None and found.severity == "warning"
+    assert diagnosis.verdict != FAILED
+
+
+@pytest.mark.parametrize(
+    ("status", "cause", "files"),
+    [
+        ("FAILED", "gpu-oom", LOG_CASES["gpu-oom"][0]),
+        # A warning cause in a run that goes on: the fallback rule alone would not give way to it.
+        ("RUNNING", "mlflow-unreachable", LOG_CASES["mlflow-unreachable"][0]),
+    ],
+)
+def test_a_recognised_cause_leaves_no_unrecognised_error(tmp_path, status, cause, files):
+    bundle = {"bundle.json": f'{{"status": "{status}"}}', "logs/driver.log": UNKNOWN_ERROR_LOG, **files}
+    diagnosis, found = unrecognised(tmp_path, bundle)
+    assert found is None
+    assert diagnosis.findings[0].id == cause
+
+
+def test_a_healthy_bundle_has_no_unrecognised_error(tmp_path):
+    files = {"bundle.json": '{"status": "SUCCEEDED"}', "logs/w.log": "step 1 loss=2.3\nnon-fatal: retried 1 read"}
+    diagnosis, found = unrecognised(tmp_path, files)
+    assert found is None and diagnosis.findings == []
