@@ -259,7 +259,7 @@ def test_the_migrated_schema_is_exactly_what_the_models_define(state_store_url, 
 def _start(url: str, barrier) -> None:
     """What the bot does on start: each of its stores opens the database and asks for the schema."""
     databases = [database(url) for database in (Store, PromotionStore, SlackPosts, AlertThreads)]
-    barrier.wait()
+    barrier.wait(timeout=60)
     for database in databases:
         database.create_schema()
 
@@ -267,8 +267,9 @@ def _start(url: str, barrier) -> None:
 @pytest.mark.parametrize("made", [None, "baseline then newer tables"])
 def test_processes_upgrading_at_once_all_succeed_and_migrate_once(state_store_url, made):
     held = make_legacy(state_store_url, LEGACY_DATABASES[made][0]) if made else set()
-    # fork: the bot, the CLI and a second replica starting on the same database at the same moment.
-    context = multiprocessing.get_context("fork")
+    # The bot, the CLI and a second replica starting on the same database at the same moment. Spawned, not
+    # forked: a fork copies locks that the suite's other threads hold, and a child waited on one forever.
+    context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(4)
     processes = [context.Process(target=_start, args=(state_store_url, barrier)) for _ in range(4)]
     for process in processes:

@@ -76,7 +76,7 @@ def test_a_missing_data_directory_is_created(tmp_path):
 
 def _start_and_launch(url: str, name: str, barrier) -> None:
     store = Store(url)
-    barrier.wait()
+    barrier.wait(timeout=60)
     store.create_schema()
     launched(store, name)
 
@@ -90,8 +90,9 @@ def fresh_url(state_store_url, tmp_path):
 
 
 def test_processes_starting_at_once_all_create_the_schema_and_write(fresh_url):
-    # fork: a bot and a CLI starting on a fresh data directory at the same moment.
-    context = multiprocessing.get_context("fork")
+    # A bot and a CLI starting on a fresh data directory at the same moment. Spawned, not forked: a fork copies
+    # locks that the suite's other threads hold (tests/unit/test_migrations.py saw a child wait forever).
+    context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(4)
     processes = [context.Process(target=_start_and_launch, args=(fresh_url, f"job-{i}", barrier)) for i in range(4)]
     for process in processes:
