@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from diagnosers.engine import diagnose_path
+from diagnosers.bundle import load_bundle
+from diagnosers.engine import diagnose, diagnose_path
 from diagnosers.findings import FINDING_IDS
+from diagnosers.parsers import failures, ray_log
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = sorted(path.parent for path in CORPUS.glob("*/expect.yaml"))
@@ -106,3 +108,15 @@ def test_corpus_ids_are_real_finding_ids():
         expect = expectation(case)
         for finding_id in [*(expect.get("present") or []), *(expect.get("absent") or [])]:
             assert finding_id in FINDING_IDS, f"{case.name}: {finding_id}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_a_failing_bundle_is_never_left_without_a_finding(case):
+    evidence = load_bundle(case / "bundle")
+    failed = (
+        evidence.meta.status.upper() == "FAILED"
+        or bool(evidence.of(failures.FATAL_LINE, failures.NONZERO_EXIT, ray_log.JOB_FAILED))
+        or bool(evidence.exceptions)
+    )
+    if failed:
+        assert diagnose(evidence).findings, f"{case.name}: the bundle shows a failure and nothing was reported"
