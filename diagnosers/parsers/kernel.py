@@ -20,12 +20,14 @@ PROCESS_CRASH = "process.crash"
 PATTERNS = (
     pattern(
         XID,
-        ["NVRM: Xid", "Xid (PCI:"],
-        r"Xid \((?P<pci>PCI:[^)]*)\): (?P<xid>\d+)\b,?\s*(?P<message>.*)",
+        ["NVRM: Xid", "Xid (PCI:", "XidCriticalError"],
+        # The kernel's line, or the NVIDIA device plugin's health check that read it from NVML.
+        r"(?:Xid \((?P<pci>PCI:[^)]*)\): |XidCriticalError: Xid=)(?P<xid>\d+)\b,?\s*(?P<message>.*)",
         [
             "[Tue Nov 12 03:14:15 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
             "kernel: NVRM: Xid (PCI:0000:86:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit "
             "error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+            "2020/08/10 19:09:42 XidCriticalError: Xid=48 on Device=GPU-7540a9b3, the device will go unhealthy.",
         ],
     ),
     pattern(
@@ -74,9 +76,9 @@ PATTERNS = (
         ],
         r"(?P<what>Detected \d+ oom[-_]kill events?(?:\(s\))? in \S+.*"
         r"|Exceeded (?:job|step) memory limit(?: at some point)?.*"
-        r"|task \d+: Out Of Memory|\bDUE TO OUT_OF_MEMORY\b.*|State:\s*OUT_OF_MEMORY\b.*"
+        r"|tasks? [\d,-]+: Out Of Memory|\bDUE TO OUT_OF_MEMORY\b.*|State:\s*OUT_OF_MEMORY\b.*"
         r"|killed by the OOM killer.*|Failed with result 'oom-kill'.*"
-        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node \S+ is used.*)",
+        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",
