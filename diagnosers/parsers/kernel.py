@@ -66,6 +66,7 @@ PATTERNS = (
         OOM_REPORTED,
         [
             "oom-kill event",
+            "oom_kill event",
             "memory limit at some point",
             "Exceeded job memory limit",
             "Out Of Memory",
@@ -83,6 +84,8 @@ PATTERNS = (
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",
             "slurmstepd: error: Detected 2 oom-kill event(s) in step 4412.0 cgroup.",
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM "
+            "Killed.",
             "slurmstepd: error: Exceeded step memory limit at some point.",
             "srun: error: gpu-node-07: task 0: Out Of Memory",
             "State: OUT_OF_MEMORY (exit code 0)",

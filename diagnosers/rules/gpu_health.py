@@ -36,7 +36,7 @@ XID_MEANINGS: dict[int, tuple[str, bool]] = {
     95: ("uncontained ECC error", True),
     119: ("GSP RPC timeout", True),
     120: ("GSP error", True),
-    **{code: ("NVLink error", True) for code in range(144, 151)},
+    **dict.fromkeys(range(144, 151), ("NVLink error", True)),
 }
 # Xid 43/45 name the earlier Xid that set them off ("caused by previous Xid 149"): that one is the cause.
 _PREVIOUS_XID = re.compile(r"caused by previous Xid (\d+)")
