@@ -10,6 +10,7 @@ from __future__ import annotations
 from diagnosers.parsers.signals import pattern
 
 OUT_OF_MEMORY = "cuda.out-of-memory"
+HANDLED_OUT_OF_MEMORY = "cuda.out-of-memory-handled"
 NO_DEVICE = "cuda.no-device"
 PYTORCH_DATALOADER = "torch.dataloader-died"
 
@@ -25,14 +26,19 @@ PATTERNS = (
             "RESOURCE_EXHAUSTED: Out of memory",
             "Cuda failure 'out of memory'",
             "Cuda failure 2 'out of memory'",
+            "HIP out of memory",
+            "CUDNN_STATUS_ALLOC_FAILED",
+            "OOM when allocating tensor",
+            "No available memory for the cache blocks",
         ],
-        r"CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
+        r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
         r"(?:.*?(?:of which|;) (?P<free>[\d.]+ [KMGT]i?B) (?:is )?free)?"
         r"(?:.*?(?P<reserved_unallocated>[\d.]+ [KMGT]i?B) is reserved by PyTorch but unallocated)?"
         r"|(?:Error|Exception)\)?: CUDA (?:error: )?out of memory(?!\. Tried)"
         r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
-        r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure (?:2 )?'out of memory'",
+        r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure (?:2 )?'out of memory'|CUDNN_STATUS_ALLOC_FAILED"
+        r"|OOM when allocating tensor|No available memory for the cache blocks",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -42,6 +48,23 @@ PATTERNS = (
             "RuntimeError: CUDA error: out of memory",
             "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
             "4294967296 bytes.",
+            "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+            "shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.",
+        ],
+    ),
+    # A trainer that catches the OOM, logs it and goes on (fairseq skips the batch, an automatic batch-size
+    # finder halves the batch) prints the OOM text inside its own warning: that line did not stop the run.
+    pattern(
+        HANDLED_OUT_OF_MEMORY,
+        ["ran out of memory with exception", "Ran out of memory with exception", "attempting to recover from OOM"],
+        r"(?P<handled>[Rr]an out of memory with exception|attempting to recover from OOM)",
+        [
+            "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; "
+            "15.75 GiB total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);",
+            "2021-03-01 10:00:00 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of "
+            "memory. Tried to allocate 2.00 GiB",
         ],
     ),
     pattern(
@@ -67,6 +90,10 @@ PATTERNS = (
             "NVIDIA Container Toolkit",
             "CUDA unknown error",
             "available devices to be zero",
+            "Failed to initialize NVML",
+            "Unexpected error from cudaGetDeviceCount",
+            "No devices found. Waiting indefinitely",
+            "could not select device driver",
         ],
         r"(?P<error>No CUDA GPUs are available|no CUDA-capable device is detected|Found no NVIDIA driver"
         r"|CUDA driver version is insufficient for CUDA runtime version"
@@ -76,7 +103,9 @@ PATTERNS = (
         r"|^\s*No devices were found\s*$|nvidia-container-cli: (?:initialization|requirement) error.*"
         r"|CUDA available: False|cuda\.is_available\(\): False|CUDA is not available"
         r"|could not load NVML library|did you configure the NVIDIA Container Toolkit"
-        r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero)",
+        r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero"
+        r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
+        r"|No devices found\. Waiting indefinitely|could not select device driver .*)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -88,6 +117,12 @@ PATTERNS = (
             "object file: No such file or directory",
             "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
             "environment. Setting the available devices to be zero.",
+            "Failed to initialize NVML: Unknown Error",
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+            "functions before calling NumCudaDevices() that might have already set an error? Error 802: system not "
+            "yet initialized",
+            "I0523 10:00:00.000000 1 main.go:256] No devices found. Waiting indefinitely.",
+            'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
         ],
     ),
     pattern(

@@ -1,4 +1,10 @@
-"""Kernel messages (dmesg, journalctl -k): NVIDIA XID events and the OOM killer."""
+"""Kernel messages (dmesg, journalctl -k) and what reports them: NVIDIA XID events and the OOM killer.
+
+The OOM killer is also reported second-hand: SLURM's step daemon and systemd count cgroup
+oom-kill events, Ray before 2.0 raised RayOutOfMemoryError. A process killed with SIGKILL (a
+shell's `Killed`, exit code 137 or -9) is usually the OOM killer's victim too, but timeouts and
+preemptions send the same signal, so that is a signal of its own and only a guess.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +13,32 @@ from diagnosers.parsers.signals import pattern
 XID = "kernel.xid"
 GPU_FAULT = "gpu.fault"
 OOM_KILL = "kernel.oom-kill"
+OOM_REPORTED = "host.oom-reported"
+SIGKILLED = "process.sigkilled"
 PROCESS_CRASH = "process.crash"
 
 PATTERNS = (
     pattern(
         XID,
-        ["NVRM: Xid", "Xid (PCI:"],
-        r"Xid \((?P<pci>PCI:[^)]*)\): (?P<xid>\d+)\b,?\s*(?P<message>.*)",
+        ["NVRM: Xid", "Xid (PCI:", "XidCriticalError"],
+        # The kernel's line, or the NVIDIA device plugin's health check that read it from NVML.
+        r"(?:Xid \((?P<pci>PCI:[^)]*)\): |XidCriticalError: Xid=)(?P<xid>\d+)\b,?\s*(?P<message>.*)",
         [
             "[Tue Nov 12 03:14:15 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
             "kernel: NVRM: Xid (PCI:0000:86:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit "
             "error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+            "2020/08/10 19:09:42 XidCriticalError: Xid=48 on Device=GPU-7540a9b3, the device will go unhealthy.",
         ],
     ),
     pattern(
         GPU_FAULT,
         ["fallen off the bus", "uncorrectable ECC error", "GPU is lost", "ECC error"],
-        r"(?P<what>has fallen off the bus|uncorrectable ECC error encountered|GPU is lost"
+        # Driver 570 splits "The NVIDIA GPU ... / NVRM: fallen off the bus" over lines, without "has".
+        r"(?P<what>(?:has |NVRM: )fallen off the bus|uncorrectable ECC error encountered|GPU is lost"
         r"|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE)",
         [
             "NVRM: GPU at PCI:0000:3b:00: GPU-2d7e has fallen off the bus.",
+            "               NVRM: fallen off the bus and is not responding to commands.",
             "RuntimeError: CUDA error: uncorrectable ECC error encountered",
             "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to "
             "recover this GPU",
@@ -51,6 +63,39 @@ PATTERNS = (
         ],
     ),
     pattern(
+        OOM_REPORTED,
+        [
+            "oom-kill event",
+            "oom_kill event",
+            "memory limit at some point",
+            "Exceeded job memory limit",
+            "Out Of Memory",
+            "OUT_OF_MEMORY",
+            "killed by the OOM killer",
+            "result 'oom-kill'",
+            "RayOutOfMemoryError",
+        ],
+        r"(?P<what>Detected \d+ oom[-_]kill events?(?:\(s\))? in \S+.*"
+        r"|Exceeded (?:job|step) memory limit(?: at some point)?.*"
+        r"|tasks? [\d,-]+: Out Of Memory|\bDUE TO OUT_OF_MEMORY\b.*|State:\s*OUT_OF_MEMORY\b.*"
+        r"|killed by the OOM killer.*|Failed with result 'oom-kill'.*"
+        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
+        [
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
+            "have been killed by the cgroup out-of-memory handler.",
+            "slurmstepd: error: Detected 2 oom-kill event(s) in step 4412.0 cgroup.",
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM "
+            "Killed.",
+            "slurmstepd: error: Exceeded step memory limit at some point.",
+            "srun: error: gpu-node-07: task 0: Out Of Memory",
+            "State: OUT_OF_MEMORY (exit code 0)",
+            "systemd[1]: train.service: A process of this unit has been killed by the OOM killer.",
+            "systemd[1]: train.service: Failed with result 'oom-kill'.",
+            "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-0-5 is used "
+            "(29.9 / 31.4 GB).",
+        ],
+    ),
+    pattern(
         PROCESS_CRASH,
         ["segfault at", "Segmentation fault", "SIGSEGV", "Fatal Python error", "exit code 139", "SIGABRT"],
         r"(?P<what>segfault at \w+|Fatal Python error: \w[\w ]*|\bSegmentation fault\b|\bSIG(?:SEGV|ABRT)\b"
@@ -59,6 +104,40 @@ PATTERNS = (
             "[ 9001.1] python[4242]: segfault at 0 ip 00007f3c sp 00007ffd error 4 in libc.so.6",
             "Fatal Python error: Segmentation fault",
             "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
+        ],
+    ),
+    # After PROCESS_CRASH: the regex fallback reports the first needle listed where two start at one place, and
+    # "exit code 139" must win over "exit code".
+    pattern(
+        SIGKILLED,
+        [
+            "Killed",
+            "zsh: killed",
+            "exit code",
+            "exit status",
+            "exited with code",
+            "exitcode",
+            "Exit code",
+            "Exit Code",
+            "exitCode",
+            "Exited (137)",
+            "signal SIGKILL",
+            "Signals.SIGKILL",
+        ],
+        # A shell reports its SIGKILLed child as a line of its own: `Killed`, bash's job line
+        # `script: line 28:  8156 Killed    python3 main.py`, zsh's `zsh: killed  python`. A `Killed` inside
+        # other text ("Killed process", "Killed 3 workers") is not one.
+        r"^\s*Killed\s*$|: line \d+:\s+\d+ Killed\s+(?P<command>\S.*)|^zsh: killed\s+(?P<zsh_command>\S.*)"
+        r"|(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b|Exited \(137\)"
+        r"|terminated with signal SIGKILL|Signals\.SIGKILL",
+        [
+            "Killed",
+            "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
+            "zsh: killed     python train.py --bs 64",
+            "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2481) of binary",
+            "      Exit Code:    137",
+            "train-worker-0   Exited (137) 2 minutes ago",
+            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
         ],
     ),
 )

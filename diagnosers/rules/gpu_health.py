@@ -6,6 +6,8 @@ DCGM_FI_DEV_XID_ERRORS series (its value is the last XID seen on that GPU).
 
 from __future__ import annotations
 
+import re
+
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_NOT_DETECTED, XID_ERROR, Finding, Quote, Severity
 from diagnosers.parsers import cuda, kernel
@@ -34,7 +36,10 @@ XID_MEANINGS: dict[int, tuple[str, bool]] = {
     95: ("uncontained ECC error", True),
     119: ("GSP RPC timeout", True),
     120: ("GSP error", True),
+    **dict.fromkeys(range(144, 151), ("NVLink error", True)),
 }
+# Xid 43/45 name the earlier Xid that set them off ("caused by previous Xid 149"): that one is the cause.
+_PREVIOUS_XID = re.compile(r"caused by previous Xid (\d+)")
 # XIDs that record a problem without stopping work.
 _NOTICE_ONLY = frozenset({63, 92})
 
@@ -59,7 +64,8 @@ def _xid(evidence: Evidence) -> Finding | None:
     xids = evidence.of(kernel.XID)
     faults = evidence.of(kernel.GPU_FAULT)
     metric_quotes, metric_codes = _xid_metric(evidence)
-    codes = sorted({int(signal.get("xid")) for signal in xids} | metric_codes)
+    previous = {int(found) for signal in xids for found in _PREVIOUS_XID.findall(signal.get("message"))}
+    codes = sorted({int(signal.get("xid")) for signal in xids} | previous | metric_codes)
     if not codes and not faults:
         return None
     meanings = [f"XID {code}: {XID_MEANINGS.get(code, ('see NVIDIA XID catalogue', True))[0]}" for code in codes]

@@ -2,7 +2,8 @@
 
 Reads: CUDA OOM messages and the traceback that raised them (was it the backward pass?), the
 Kubernetes OOMKilled/OOMKilling reasons and memory evictions, Ray's memory monitor kills,
-the kernel OOM killer, and Python MemoryError.
+the kernel OOM killer and its reports (SLURM, systemd, Ray < 2.0), Python MemoryError, and a
+process killed with SIGKILL, which alone is only a guess at host OOM.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ def check(evidence: Evidence) -> list[Finding]:
 
 
 def _gpu_oom(evidence: Evidence) -> Finding | None:
-    signals = evidence.of(cuda.OUT_OF_MEMORY)
+    handled = {(signal.quote.source, signal.quote.line) for signal in evidence.of(cuda.HANDLED_OUT_OF_MEMORY)}
+    signals = [
+        signal for signal in evidence.of(cuda.OUT_OF_MEMORY) if (signal.quote.source, signal.quote.line) not in handled
+    ]
     if not signals:
         return None
     raising = [exception for exception in evidence.exceptions if _is_cuda_oom(exception)]
@@ -54,12 +58,12 @@ def _is_cuda_oom(exception: PythonException) -> bool:
 
 
 def _host_oom(evidence: Evidence) -> Finding | None:
-    killed = evidence.of(k8s_text.OOM_KILLED, kernel.OOM_KILL)
+    killed = evidence.of(k8s_text.OOM_KILLED, kernel.OOM_KILL, kernel.OOM_REPORTED)
     ray_kills = evidence.of(ray_log.MEMORY_MONITOR_KILL)
     memory_errors = [exception for exception in evidence.exceptions if exception.short_type == "MemoryError"]
     signals = [*killed, *ray_kills]
     if not signals and not memory_errors:
-        return None
+        return _sigkilled(evidence)
     on_head = any(marker in signal.quote.text for signal in signals for marker in _HEAD_MARKERS)
     if ray_kills and not killed:
         what = "Ray's memory monitor killed workers because the node ran low on memory"
@@ -77,3 +81,20 @@ def _host_oom(evidence: Evidence) -> Finding | None:
     confidence = 0.9 if signals else 0.7
     quotes = [exception.quote for exception in memory_errors]
     return finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, signals=signals, quotes=quotes)
+
+
+def _sigkilled(evidence: Evidence) -> Finding | None:
+    """A SIGKILL with no word of memory: most often the OOM killer, so say it, but only where nothing else
+    explains the failure (a timeout or a preemption sends the same signal)."""
+    signals = evidence.of(kernel.SIGKILLED)
+    if not signals:
+        return None
+    detail = (
+        f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9), which is "
+        "what the kernel's OOM killer sends when the host or container runs out of memory. Check the node's dmesg "
+        "or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise the memory limit or cut per-process "
+        "memory (fewer DataLoader workers, smaller prefetch, no full dataset in RAM)."
+    )
+    found = finding(HOST_OOM, Severity.CRITICAL, 0.6, "Process killed (SIGKILL), likely out of memory", detail, signals)
+    found.fallback = True
+    return found

@@ -415,3 +415,33 @@ def test_a_healthy_bundle_has_no_unrecognised_error(tmp_path):
     files = {"bundle.json": '{"status": "SUCCEEDED"}', "logs/w.log": "step 1 loss=2.3\nnon-fatal: retried 1 read"}
     diagnosis, found = unrecognised(tmp_path, files)
     assert found is None and diagnosis.findings == []
+
+
+def test_a_sigkilled_process_is_a_guess_at_host_oom_only_when_nothing_else_explains(tmp_path):
+    killed = "training...\nKilled\n"
+    alone = diagnose(load_bundle(make(tmp_path / "alone", {"logs/train.log": killed})))
+    assert alone.findings[0].id == "host-oom" and alone.findings[0].fallback
+    with_cause = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n" + killed
+    explained = diagnose(load_bundle(make(tmp_path / "explained", {"logs/train.log": with_cause})))
+    assert [one.id for one in explained.findings] == ["xid-error"]
+
+
+def test_a_word_killed_inside_other_text_is_no_sigkill(tmp_path):
+    log = "Killed 3 idle workers to free slots\nKilled process group cleanly\nstep 10 loss=1.2\n"
+    assert not diagnose(load_bundle(make(tmp_path, {"logs/train.log": log}))).findings
+
+
+def test_an_oom_the_trainer_caught_and_skipped_is_not_a_gpu_oom(tmp_path):
+    skipped = (
+        "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.75 GiB "
+        "total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);\n Skipping batch\n"
+    )
+    found = diagnose(load_bundle(make(tmp_path, {"logs/train.log": skipped}))).findings
+    assert "gpu-oom" not in {one.id for one in found}
+
+
+def test_the_xid_that_caused_a_later_one_is_named_with_its_meaning(tmp_path):
+    log = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149\n"
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/kern.log": log}))).findings
+    found = [one for one in findings if one.id == "xid-error"]
+    assert found and "XID 149: NVLink error" in found[0].detail and "Cordon and drain" in found[0].detail
