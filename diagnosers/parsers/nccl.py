@@ -78,12 +78,13 @@ PATTERNS = (
         # a plugin that is merely absent (`No plugin found`) is normal on IB clusters and is not matched.
         r"(?P<missing>NET/IB : No device found|Failed to open libibverbs\S*|Failed to initialize any NET plugin"
         r"|NET/(?:OFI|Plugin)\s*:?\s.*?(?:[Ff]ailed to initiali[sz]e|[Ff]ailing initiali[sz]ation"
-        r"|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol))",
+        r"|initiali[sz]ation failed|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol))",
         [
             "ip-10-0-1-2:45:45 [0] NCCL INFO NET/IB : No device found.",
             "h1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
             "h1:5:5 [0] NCCL INFO NET/OFI Unable to find a protocol that worked.  Failing initialization.",
             "h1:5:5 [0] init.cc:212 NCCL WARN Failed to initialize any NET plugin",
+            "algo-1:7:8 [5] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
         ],
     ),
     pattern(
@@ -107,6 +108,10 @@ PATTERNS = (
             " WARN Net :",
             "remote process exited or there was a network error",
             "ncclRemoteError",
+            "socketStartConnect",
+            "socketPollConnect",
+            "socketProgress",
+            "socketFinalizeAccept",
             "Connection closed by peer",
             "Connection reset by peer",
         ],
@@ -120,6 +125,8 @@ PATTERNS = (
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
         r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
+        # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it.
+        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)(?P<cause>socket(?:StartConnect|PollConnect|Progress|FinalizeAccept)\b.*)|"
         r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)",
         [
             "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
@@ -135,6 +142,7 @@ PATTERNS = (
             "vendor err 129",
             "algo-1:1:2 [0] ofi_process_cq:999 NCCL WARN NET/OFI Request completed with error. RC: 21. Error: unknown",
             "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
+            "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort",
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
             "[10.0.0.3]:62110",
         ],
