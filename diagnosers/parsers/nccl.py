@@ -15,6 +15,8 @@ CHANNEL = "nccl.channel"
 ENV_DISABLED = "nccl.env-disabled"
 IB_DEVICE = "nccl.ib-device"
 INIT_COMPLETE = "nccl.init-complete"
+FAST_NET_MISSING = "nccl.fast-net-missing"
+SOCKET_INTERFACE = "nccl.socket-interface"
 NETWORK_WARN = "nccl.network-warn"
 SYSTEM_ERROR = "nccl.system-error"
 DUPLICATE_GPU = "nccl.duplicate-gpu"
@@ -64,6 +66,34 @@ PATTERNS = (
         ],
     ),
     pattern(
+        FAST_NET_MISSING,
+        [
+            "NET/IB : No device found",
+            "Failed to open libibverbs",
+            "Failed to initialize any NET plugin",
+            "NET/OFI",
+            "NET/Plugin",
+        ],
+        # What NCCL prints when neither IB verbs nor a network plugin (aws-ofi-nccl, fastsocket) came up;
+        # a plugin that is merely absent (`No plugin found`) is normal on IB clusters and is not matched.
+        r"(?P<missing>NET/IB : No device found|Failed to open libibverbs\S*|Failed to initialize any NET plugin"
+        r"|NET/(?:OFI|Plugin)\s*:?\s.*?(?:[Ff]ailed to initiali[sz]e|[Ff]ailing initiali[sz]ation"
+        r"|initiali[sz]ation failed|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol))",
+        [
+            "ip-10-0-1-2:45:45 [0] NCCL INFO NET/IB : No device found.",
+            "h1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+            "h1:5:5 [0] NCCL INFO NET/OFI Unable to find a protocol that worked.  Failing initialization.",
+            "h1:5:5 [0] init.cc:212 NCCL WARN Failed to initialize any NET plugin",
+            "algo-1:7:8 [5] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+        ],
+    ),
+    pattern(
+        SOCKET_INTERFACE,
+        ["NET/Socket : Using ["],
+        r"NET/Socket : Using \[\d+\](?P<interface>[^:\s]+)",
+        ["ip-10-0-1-2:45:45 [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.1.2<0>"],
+    ),
+    pattern(
         INIT_COMPLETE,
         ["Init COMPLETE"],
         r"rank (?P<rank>\d+) nranks (?P<nranks>\d+).*Init COMPLETE",
@@ -73,16 +103,30 @@ PATTERNS = (
         NETWORK_WARN,
         [
             "NCCL WARN",
+            " WARN Call to ",
+            " WARN NET/",
+            " WARN Net :",
             "remote process exited or there was a network error",
             "ncclRemoteError",
+            "socketStartConnect",
+            "socketPollConnect",
+            "socketProgress",
+            "socketFinalizeAccept",
             "Connection closed by peer",
             "Connection reset by peer",
         ],
-        r"NCCL WARN .*(?P<what>Connection closed|Connection reset|Connection refused|connect to|socketProgress|"
-        r"socketPoll|Socket Timeout|Net : |NET/\w+\s*:?\s.*(?:error|failed|closed|timeout)|ibv_\w+|IBV_WC_\w+|"
-        r"Got completion from peer|transport retry counter exceeded|fi_\w+|No route to host|"
-        r"[Nn]etwork is unreachable|[Nn]o socket interface found|[Nn]o interface found|Message truncated)|"
+        # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL; a line that ends in `retrying` is a
+        # connect that NCCL tries again (it fails later with its own line if it never succeeds).
+        r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) (?!.*retrying\W*$).*(?P<what>(?i:Connection closed|"
+        r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
+        r"Call to (?:connect|recv|send|accept) failed|socket(?:Progress|Poll\w*|StartConnect|FinalizeAccept|"
+        r"Connect|Accept)\b|Socket recv failed|Socket Timeout|Net : |"
+        r"NET/(?!Plugin)\w+\s*:?\s.*(?:error|failed|closed|timeout|unable|couldn't|could not)|ibv_\w+|"
+        r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
+        r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
+        # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it.
+        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)(?P<cause>socket(?:StartConnect|PollConnect|Progress|FinalizeAccept)\b.*)|"
         r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)",
         [
             "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
@@ -90,7 +134,15 @@ PATTERNS = (
             "h2:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.1.0.2<1> "
             "with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.1.0.1",
             "h4:9:9 [0] NCCL WARN Bootstrap : no socket interface found",
+            "h5:3:4 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+            "Software caused connection abort",
+            "h6:5:6 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3",
+            "node-a [0] include/socket.h:185 WARN Call to connect failed : Connection refused",
+            "h7:8:8 [0] transport/net_ib.cu:781 WARN NET/IB : Got completion with error 12, opcode 1, len0, "
+            "vendor err 129",
+            "algo-1:1:2 [0] ofi_process_cq:999 NCCL WARN NET/OFI Request completed with error. RC: 21. Error: unknown",
             "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
+            "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort",
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
             "[10.0.0.3]:62110",
         ],

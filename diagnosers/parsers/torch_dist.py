@@ -4,6 +4,9 @@ The watchdog line changed over releases: 1.x prints `[E ProcessGroupNCCL.cpp:587
 Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000)`;
 2.x adds `[rank3]:` and SeqNum/NumelIn; older builds print `Caught collective operation
 timeout` without the word Watchdog. Numbers are optional groups so every form matches.
+The ranks that did not time out themselves say so in other words: `Some NCCL operations have failed
+or timed out` (1.8+), `Timeout at NCCL work: N` and `Received a dump signal due to a collective timeout`
+(2.4+).
 """
 
 from __future__ import annotations
@@ -19,12 +22,24 @@ INVALID_RANK = "torch.invalid-rank"
 PATTERNS = (
     pattern(
         COLLECTIVE_TIMEOUT,
-        ["collective operation timeout", "Timed out waiting", "before timing out", "timed out in blocking wait"],
+        [
+            "collective operation timeout",
+            "Timed out waiting",
+            "before timing out",
+            "timed out in blocking wait",
+            "have failed or timed out",
+            "due to a collective timeout",
+            "Timeout at NCCL work",
+        ],
         r"[Cc]aught collective operation timeout:?\s*(?:WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?"
         r"(?:OpType=(?P<op>\w+))?(?:[^)]*?Timeout\(ms\)=(?P<timeout_ms>\d+))?)?"
         r"|(?:Work\w+|operation)\b.*ran for (?P<ran_ms>\d+) milliseconds before timing out"
         r"|Timed out waiting (?P<wait_ms>\d+)ms for (?P<gloo_op>send|recv) operation to complete"
-        r"|timed out in blocking wait",
+        r"|timed out in blocking wait"
+        # What the other ranks print (NCCL_ASYNC_ERROR_HANDLING since 1.8, flight recorder since 2.4) when
+        # the watchdog line itself is in another rank's log or was cut from the paste.
+        r"|Some NCCL operations have failed or timed out|Timeout at NCCL work: (?P<work>\d+)"
+        r"|dump signal due to a collective timeout",
         [
             "[E ProcessGroupNCCL.cpp:587] [Rank 3] Watchdog caught collective operation timeout: "
             "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806405 milliseconds before timing out.",
@@ -37,6 +52,12 @@ PATTERNS = (
             "operation to complete",
             "RuntimeError: [Rank 1] Work WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=1800000) timed out in "
             "blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).",
+            "[E ProcessGroupNCCL.cpp:341] Some NCCL operations have failed or timed out. Due to the asynchronous "
+            "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+            "[rank0]:[E1206 18:44:16.994 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 0] Timeout at NCCL work: 7753, last "
+            "enqueued NCCL work: 7755, last completed NCCL work: 7752.",
+            "[rank5]:[E901 05:20:03.11 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 5] Received a "
+            "dump signal due to a collective timeout from  rank 34 and we will try our best to dump the debug info.",
         ],
     ),
     pattern(

@@ -83,7 +83,8 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     fast_devices = evidence.of(nccl.IB_DEVICE)
     hosts = _nccl_hosts(evidence) | evidence.nodes
     sockets = socket_channels or socket_networks
-    if not sockets and not disabled:
+    fell_back = _fell_back_to_sockets(evidence, hosts)
+    if not sockets and not disabled and not fell_back:
         return None
     if sockets and fast_devices:
         confidence, cause = 0.9, "IB/EFA devices are present, but NCCL moves data over TCP sockets"
@@ -96,6 +97,11 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
             0.7,
             "GPUs on the same node exchange data over the network path (P2P and SHM unused)",
         )
+    elif fell_back:
+        confidence, cause = (
+            0.75,
+            f"NCCL found no IB/EFA device or network plugin and fell back to TCP sockets between {len(hosts)} nodes",
+        )
     elif disabled:
         features = sorted({signal.get("feature") for signal in disabled})
         confidence, cause = 0.7, f"NCCL_{'/'.join(features)}_DISABLE is set, forcing a slower path"
@@ -106,7 +112,7 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
         "Mount the RDMA devices and NCCL network plugin in the pods, check NCCL_IB_HCA/NCCL_SOCKET_IFNAME, "
         "and remove NCCL_*_DISABLE from the environment unless a known bug needs it."
     )
-    evidence_signals: list[Signal] = [*disabled, *socket_networks, *socket_channels, *fast_devices]
+    evidence_signals: list[Signal] = [*disabled, *socket_networks, *socket_channels, *fell_back, *fast_devices]
     return finding(
         NCCL_SLOW_TRANSPORT,
         Severity.WARNING,
@@ -117,9 +123,33 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     )
 
 
+def _fell_back_to_sockets(evidence: Evidence, hosts: set[str]) -> list[Signal]:
+    """The lines that show NCCL settled for sockets across nodes when it never says `Using network Socket`:
+    no IB device or plugin, or only a `NET/Socket : Using [0]eth0` interface. On one node the job uses P2P/SHM
+    and these lines are harmless; any sign of IB/EFA or another network in use rules the fall-back out."""
+    net_channels = [signal for signal in evidence.of(nccl.CHANNEL) if signal.get("transport").startswith("NET/")]
+    if len(hosts) < 2 and not net_channels:
+        return []
+    fast_in_use = (
+        evidence.of(nccl.IB_DEVICE)
+        or any(signal.get("network") not in SLOW_NETWORKS for signal in evidence.of(nccl.NETWORK))
+        or any(not signal.get("transport").startswith("NET/Socket") for signal in net_channels)
+    )
+    if fast_in_use:
+        return []
+    return [*evidence.of(nccl.FAST_NET_MISSING), *evidence.of(nccl.SOCKET_INTERFACE)]
+
+
 def _nccl_hosts(evidence: Evidence) -> set[str]:
     return {
         signal.get("host")
-        for signal in evidence.of(nccl.VERSION, nccl.CHANNEL, nccl.INIT_COMPLETE, nccl.NETWORK)
+        for signal in evidence.of(
+            nccl.VERSION,
+            nccl.CHANNEL,
+            nccl.INIT_COMPLETE,
+            nccl.NETWORK,
+            nccl.FAST_NET_MISSING,
+            nccl.SOCKET_INTERFACE,
+        )
         if signal.get("host")
     }

@@ -43,7 +43,6 @@ HARMLESS = [
     "View the dashboard at http://127.0.0.1:8265",
     "[default] Rendezvous complete for workers. Result:",
     "NCCL_P2P_DISABLE set by environment to 0",
-    "h1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>",
     "CUDA available: True",
     '  Normal   Pulled     2m    kubelet  Successfully pulled image "rayproject/ray:2.9.0-gpu"',
     "Demands:\n (no resource demands)",

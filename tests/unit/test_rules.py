@@ -77,6 +77,10 @@ LOG_CASES = {
             "logs/a.log": "node-a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n"
             "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct"
         },
+        {
+            "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+            "node-b:2:2 [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.0.6<0>",
+        },
     ],
     "gpu-oom": [
         {
@@ -219,6 +223,16 @@ def test_log_variant_fires_its_finding_with_verbatim_evidence(tmp_path, finding_
 def test_near_miss_does_not_fire(tmp_path, finding_id):
     diagnosis = diagnose(load_bundle(make(tmp_path, NEAR_MISSES[finding_id])))
     assert finding_id not in {one.id for one in diagnosis.findings}
+
+
+def test_socket_lines_on_one_node_are_not_a_fall_back(tmp_path):
+    files = {
+        "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+        "node-a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>\n"
+        "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
 
 
 def test_primary_cause_comes_before_its_consequences(tmp_path):
