@@ -21,6 +21,7 @@ _EPOCH_MS = r"\d{13}"
 _SYSLOG_TIME = r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _IP = r"\d{1,3}(?:\.\d{1,3}){3}"
+_HOST = r"[\w.:-]+"
 # A pdsh host: an IP, `localhost`, or a lower-case name with a digit. Upper case would take an exception's
 # type (`urllib3.exceptions.MaxRetryError: `); a shared library (`libcuda.so.1: `) is the loader's own text.
 _PDSH_HOST = rf"(?:{_IP}|localhost|(?=[a-z0-9.-]*\d)(?![a-z0-9.-]*\.so\b)[a-z0-9][a-z0-9.-]*)"
@@ -33,10 +34,13 @@ _JOURNALD_SOURCE = r"[\w.-]+ [\w.@/-]+\[\d+\]: "
 _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("mpirun", r"\[\d+(?:,\d+)?\]<std(?:out|err)>: ?", True),
     ("torchrun", r"\[[A-Za-z_]+\d+\]: ?", True),
-    ("ray", rf"\((?:{_RAY_ACTOR}(?:, ?| ))?(?:pid=[\w-]+(?:, ?ip={_IP})?|ip={_IP})\) ?", True),
+    ("ray", rf"\((?:{_RAY_ACTOR}(?:, ?| ))?(?:rank=\d+,? )?(?:pid=[\w-]+(?:, ?ip={_HOST})?|ip={_HOST})\) ?", True),
     ("kubectl_prefix", r"\[pod/[^\]\s]+\] ", True),
     ("journald_time", rf"(?:{_SYSLOG_TIME}|{_ISO_TIME}) (?={_JOURNALD_SOURCE})", False),
     ("journald", rf"(?<=[\dZ] ){_JOURNALD_SOURCE}", True),
+    ("bracketed_time", rf"\[{_ISO_TIME}\] ", False),
+    # vLLM's logger, inside Ray actors of RL trainers: `ERROR 08-05 14:13:44 [multiproc_executor.py:487] `.
+    ("vllm_logging", rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+:\d+\] ", False),
     ("python_logging", rf"(?:{_ISO_TIME}|\d\d/\d\d/\d{{4}} \d\d:\d\d:\d\d) - (?:[\w.]+ - )?{_LEVEL} - ", False),
     ("table_time", rf"\| *(?:{_ISO_TIME}|{_EPOCH_MS}) *\| *", False),
     ("tab_time", rf"(?:{_ISO_TIME}|{_EPOCH_MS})\t", False),

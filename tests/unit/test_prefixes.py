@@ -49,6 +49,11 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
         "2024-11-22 10:42:17,123 - INFO - ",
         "2024-11-22 10:42:17,123 - trainer - ERROR - ",
         "[pod/train-worker-0/ray-worker] ",
+        "[2025-05-10 00:18:21] ",
+        "(WorkerDict pid=1230, ip=train-job-worker-0) ",
+        "(VllmWorker rank=3 pid=4665) ERROR 08-05 14:13:44 [multiproc_executor.py:487] ",
+        "(VllmWorkerProcess pid=1252) ERROR 12-25 01:10:28 multiproc_worker_utils.py:229] ",
+        "(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.1.12) ",
         # Two or three nested.
         "2024-11-22T10:42:17.123456789Z [rank0]:",
         "1700000000000\t[1,0]<stderr>:",
