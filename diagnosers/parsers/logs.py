@@ -9,6 +9,7 @@ from typing import BinaryIO
 from diagnosers.findings import Quote
 from diagnosers.logscan import LogScanner, Needle
 from diagnosers.parsers import cuda, failures, k8s_text, kernel, mlflow_log, nccl, ray_log, torch_dist
+from diagnosers.parsers.prefixes import split_prefix
 from diagnosers.parsers.signals import LinePattern, Signal, common_attrs
 from diagnosers.parsers.tracebacks import HEADER, PythonException, parse_traceback
 
@@ -99,12 +100,14 @@ class LogParser:
         return list(self._match(source, line, text, candidates))
 
     def _match(self, source: str, line: int, text: str, candidates: list[int]) -> Iterator[Signal]:
+        """Patterns see the tool's own text, behind any launcher's prefix; the quote keeps the whole line."""
+        tool_text, _ = split_prefix(text)
         shared: dict[str, str] | None = None
         for index in candidates:
             line_pattern = self._patterns[index]
-            attrs = line_pattern.match(text)
+            attrs = line_pattern.match(tool_text)
             if attrs is None:
                 continue
             if shared is None:
-                shared = common_attrs(text)
+                shared = common_attrs(text, tool_text)
             yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})

@@ -52,17 +52,18 @@ def pattern(
 
 
 # Attributes most signals share, read from the line whatever the format's own groups are.
-_RANK = re.compile(r"\[(?:[Rr]ank ?|RANK )(\d+)\]|\brank[ =:]?(\d+)\b")
-_HOST_NCCL_PREFIX = re.compile(r"^(?:\([^)]*\)\s+)?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]")
+_RANK = re.compile(r"\[(?:[Rr]ank ?|RANK )(\d+)\]|\brank[ =:]?(\d+)\b|\[\d+,(\d+)\]<std")
+_HOST_NCCL_PREFIX = re.compile(r"([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]")
 _RAY_IP = re.compile(r"\bip=(\d{1,3}(?:\.\d{1,3}){3})")
 
 
-def common_attrs(text: str) -> dict[str, str]:
+def common_attrs(text: str, tool_text: str) -> dict[str, str]:
+    """Rank and host from the whole line (a launcher's prefix names them) and the tool's own text in it."""
     attrs: dict[str, str] = {}
     rank = _RANK.search(text)
     if rank:
-        attrs["rank"] = rank.group(1) or rank.group(2)
-    host = _HOST_NCCL_PREFIX.search(text) or _RAY_IP.search(text)
+        attrs["rank"] = rank.group(1) or rank.group(2) or rank.group(3)
+    host = _HOST_NCCL_PREFIX.match(tool_text) or _RAY_IP.search(text)
     if host:
         attrs["host"] = host.group(1)
     return attrs

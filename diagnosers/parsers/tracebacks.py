@@ -1,7 +1,9 @@
 """Python tracebacks: the exception type, its message and the frames that led to it.
 
-Ray prefixes every line of a worker's output with `(RayTrainWorker pid=..., ip=...)` and torchrun
-with `[rank3]:`; the prefix of the `Traceback` line is stripped from the lines after it.
+Launchers prefix every line of a worker's output (Ray `(RayTrainWorker pid=..., ip=...)`, torchrun `[rank3]:`,
+mpirun `[1,3]<stderr>:`, see prefixes.py), and the lines of other ranks interleave with a traceback's frames:
+only the lines whose prefix names the same process as the `Traceback` line's are read. Text glued before the
+header that no launcher wrote (a progress bar without its newline) is stripped from the lines after it too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from diagnosers.findings import Quote
+from diagnosers.parsers.prefixes import process_key, split_prefix
 
 HEADER = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
@@ -50,10 +53,16 @@ class PythonException:
 
 def parse_traceback(source: str, header_line: int, header_text: str, after: Sequence[str]) -> PythonException | None:
     """Read the traceback whose header is at header_line; None when it is cut off before its exception."""
-    prefix = header_text[: header_text.find(HEADER)]
+    header_tool_text, header_start = split_prefix(header_text)
+    process = process_key(header_text, header_start)
+    glued = header_tool_text[: header_tool_text.find(HEADER)]
     frames: list[Frame] = []
     for offset, raw in enumerate(after, start=1):
-        text = raw[len(prefix) :] if prefix and raw.startswith(prefix) else raw
+        text, start = split_prefix(raw)
+        if process_key(raw, start) != process:
+            continue
+        if glued and text.startswith(glued):
+            text = text[len(glued) :]
         if not text.strip():
             continue
         frame = _FRAME.match(text)
