@@ -27,6 +27,11 @@ TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+# A bitmask of NVML clock event reasons (DCGM 3.x renamed THROTTLE to EVENT); exporters publish either name.
+CLOCK_EVENT_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
+# nvmlClocksEventReason bits that slow a working GPU: HW slowdown, SW thermal, HW thermal, HW power brake.
+SLOWDOWN_REASON_BITS = 0x08 | 0x20 | 0x40 | 0x80
 
 # The first tenth of a run is start-up (data loader warm-up, NCCL init, compilation): left out.
 WARMUP_SHARE = 0.1
@@ -75,6 +80,21 @@ def reading(evidence: Evidence, metric: str, scale: float = 1.0) -> GpuReading |
     for series in found:
         key = gpu_key(series)
         per_gpu[key] = statistics.fmean(steady(series.values)) / scale
+        by_key[key] = series
+    return GpuReading(metric, per_gpu, by_key)
+
+
+def slowdown_share(evidence: Evidence) -> GpuReading | None:
+    """Per GPU, the share of samples whose clock event reasons include a hardware or thermal slowdown."""
+    metric, found = evidence.metric(*CLOCK_EVENT_REASONS)
+    if not found:
+        return None
+    per_gpu: dict[str, float] = {}
+    by_key: dict[str, Series] = {}
+    for series in found:
+        key = gpu_key(series)
+        values = steady(series.values)
+        per_gpu[key] = sum(1 for value in values if int(value) & SLOWDOWN_REASON_BITS) / len(values)
         by_key[key] = series
     return GpuReading(metric, per_gpu, by_key)
 
