@@ -39,13 +39,16 @@ _NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
 PATTERNS = (
     pattern(
         PHASE_BREAKDOWN,
-        ["time (ms) |"],
-        r"time \(ms\) \|(?P<fields>.*\d.*)",
+        ["time (ms) |", "backward_allreduce"],
+        # Some pastes keep only the fields: `forward: 294.88 | backward: 17065.34 | backward_allreduce: …`.
+        r"(?:time \(ms\) \||\b(?=forward(?:_microstep)?: [\d.]+ \|.*\bbackward_allreduce))(?P<fields>.*\d.*)",
         [
             "[2021-10-08 20:03:15,649] [INFO] [logging.py:68:log_dist] [Rank 0] rank=0 time (ms) | forward: 435.67 "
             "| backward: 744.11 | backward_inner: 513.92 | backward_allreduce: 230.11 | step: 0.98",
             "time (ms) | forward-compute: 604.56 | backward-compute: 701.16 | backward-params-all-reduce: 2672.65 | "
             "backward-embedding-all-reduce: 0.13 | optimizer: 857.27",
+            "forward: 294.88 | backward: 17065.34 | backward_inner: 15988.85 | backward_allreduce: 1076.32 | "
+            "step: 2102.37",
         ],
     ),
     pattern(
