@@ -8,8 +8,9 @@ People rarely have steps/ timings to paste; they paste what their framework prin
   ones, next to `elapsed time per iteration (ms): …`;
 - PyTorch profiler `key_averages().table()` rows of NCCL kernels (`ncclKernel_AllReduce…`, `ncclDevKernel_…`)
   and the table's `Self CUDA time total`;
-- Megatron's straggler detector (`MnRtt/Rnk: 3202.59ms/8 | MxRtt/Rnk: …`) and `nvidia-smi -q`'s clock event
-  reasons (`HW Slowdown : Active`);
+- Megatron's straggler detector (`MnRtt/Rnk: 3202.59ms/8 | MxRtt/Rnk: …`), nvidia-resiliency-ext's
+  performance scores (`Rank=0 Node=… Score=0.95`) and `nvidia-smi -q`'s clock event reasons
+  (`HW Slowdown : Active`);
 - the per-GPU batch from a config or argument dump (`train_micro_batch_size_per_gpu … 1`, Megatron's
   `micro_batch_size …… 1`, the Hugging Face Trainer's `Instantaneous batch size per device = 8`).
 
@@ -30,6 +31,7 @@ ITERATION_TIME = "perf.iteration-time"
 PROFILER_NCCL_ROW = "perf.profiler-nccl-row"
 PROFILER_CUDA_TOTAL = "perf.profiler-cuda-total"
 STRAGGLER_REPORT = "perf.straggler-report"
+NVRX_SCORE = "perf.nvrx-score"
 GPU_BUS_ID = "gpu.smi-bus-id"
 CLOCK_SLOWDOWN = "gpu.clock-slowdown"
 PER_GPU_BATCH = "perf.per-gpu-batch"
@@ -91,6 +93,12 @@ PATTERNS = (
             "| MxUtl/Rnk: 100%/6 | MnClk/Rnk: 1950MHz/28 | MxClk/Rnk: 1980MHz/0 | MnDRtt/Rnk: 14.27ms/23 | "
             "MxDRtt/Rnk: 34.65ms/3 | MnEtpt/Rnk: 296.02TF/0 | MxEtpt/Rnk: 297.32TF/8",
         ],
+    ),
+    pattern(
+        NVRX_SCORE,
+        ["Score="],
+        rf"\bRank=(?P<rank>\d+)\s+Node=(?P<node>\S+)\s+Score=(?P<score>{_NUMBER})",
+        ["  Rank=0 Node=22ca9bdcfc9a Score=0.95"],
     ),
     pattern(
         GPU_BUS_ID,

@@ -2,7 +2,8 @@
 
 Reads: per-rank step phases (after HTA's straggler analysis: the rank that arrives last at each
 collective waits least, so its comm time is far below everyone else's, and its compute is
-longest); Megatron's straggler detector lines (the slowest and fastest rank of each interval);
+longest); Megatron's straggler detector lines (the slowest and fastest rank of each interval) and
+nvidia-resiliency-ext's per-rank performance scores;
 `nvidia-smi -q` clock event reasons (a GPU slowed by hardware or heat); and per-GPU DCGM series
 from the default counter set (SM clock, temperature, power, clock event reasons, utilisation) for a
 GPU unlike the rest. Comparisons need at least three ranks or GPUs, so there are peers.
@@ -49,6 +50,8 @@ POWER_DROP = 1 / 3
 # throughput or clock this far under the highest (its own README shows healthy spreads of 1-9%).
 DETECTOR_RTT_RATIO = 1.25
 DETECTOR_THROUGHPUT_DROP = 0.2
+# nvidia-resiliency-ext's identify_stragglers() default: a rank scoring under 0.7 of the best.
+NVRX_SCORE_THRESHOLD = 0.7
 # A GPU in a hardware or thermal slowdown for a tenth of the samples is throttled, not blipping.
 SLOWDOWN_SHARE = 0.1
 
@@ -56,7 +59,7 @@ SLOWDOWN_SHARE = 0.1
 def check(evidence: Evidence) -> list[Finding]:
     phases = step_phases(evidence)
     found = _from_steps(phases) if phases is not None else None
-    found = found or _from_detector(evidence) or _from_clock_events(evidence)
+    found = found or _from_detector(evidence) or _from_nvrx_scores(evidence) or _from_clock_events(evidence)
     return [found] if found is not None else _from_metrics(evidence)
 
 
@@ -84,6 +87,21 @@ def _from_detector(evidence: Evidence) -> Finding | None:
         "PERFORMANCE,TEMPERATURE for clock event reasons) and drain it if it persists."
     )
     return finding(STRAGGLER, Severity.WARNING, 0.8, f"Rank {rank} holds the others back", detail, quotes=quotes[rank])
+
+
+def _from_nvrx_scores(evidence: Evidence) -> Finding | None:
+    """nvidia-resiliency-ext's straggler report: a rank whose performance score falls under the threshold."""
+    low = [s for s in evidence.of(phase_tables.NVRX_SCORE) if float(s.get("score")) < NVRX_SCORE_THRESHOLD]
+    if not low:
+        return None
+    worst = min(low, key=lambda signal: float(signal.get("score")))
+    rank, node = worst.get("rank"), worst.get("node")
+    detail = (
+        f"nvidia-resiliency-ext scores rank {rank} on node {node} at {float(worst.get('score')):.2f} of the best "
+        f"rank (stragglers are under {NVRX_SCORE_THRESHOLD}): every other rank waits for it at each collective. "
+        "Check that node's GPUs (clock event reasons, temperature, power) and drain it if it persists."
+    )
+    return finding(STRAGGLER, Severity.WARNING, 0.8, f"Rank {rank} holds the others back", detail, signals=low)
 
 
 def _detector_spread(extremes: dict[str, phase_tables.Extremes]) -> tuple[int, str] | None:

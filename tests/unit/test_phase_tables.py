@@ -191,3 +191,15 @@ def test_default_dcgm_counters_name_a_throttled_gpu(tmp_path, metric, normal, od
     scenarios.write_dcgm(tmp_path, gpus, host_label="Hostname", noise=0.0)
     stragglers = [one for one in diagnose(load_bundle(tmp_path)).findings if one.id == "straggler"]
     assert stragglers and "node-0/gpu 5" in stragglers[0].title
+
+
+@pytest.mark.parametrize(("score", "straggler"), [("0.41", True), ("0.95", False)])
+def test_nvrx_scores_under_the_threshold_name_the_rank(tmp_path, score, straggler):
+    log = (
+        "megatron.bridge.NVRxStragglerDetection: GPU relative performance:\n"
+        f"  Rank=0 Node=node-a Score=1.00\n  Rank=1 Node=node-b Score={score}\n"
+    )
+    found = findings_of(tmp_path, log)
+    assert ("straggler" in found) == straggler
+    if straggler:
+        assert "Rank 1" in found["straggler"].title
