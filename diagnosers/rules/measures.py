@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from diagnosers.evidence import Evidence, Series, StepRecord
@@ -72,29 +73,26 @@ class GpuReading:
 
 
 def reading(evidence: Evidence, metric: str, scale: float = 1.0) -> GpuReading | None:
-    _, found = evidence.metric(metric)
-    if not found:
-        return None
-    per_gpu: dict[str, float] = {}
-    by_key: dict[str, Series] = {}
-    for series in found:
-        key = gpu_key(series)
-        per_gpu[key] = statistics.fmean(steady(series.values)) / scale
-        by_key[key] = series
-    return GpuReading(metric, per_gpu, by_key)
+    return _per_gpu(*evidence.metric(metric), lambda values: statistics.fmean(values) / scale)
 
 
 def slowdown_share(evidence: Evidence) -> GpuReading | None:
     """Per GPU, the share of samples whose clock event reasons include a hardware or thermal slowdown."""
-    metric, found = evidence.metric(*CLOCK_EVENT_REASONS)
+    return _per_gpu(
+        *evidence.metric(*CLOCK_EVENT_REASONS),
+        lambda values: sum(1 for value in values if int(value) & SLOWDOWN_REASON_BITS) / len(values),
+    )
+
+
+def _per_gpu(metric: str, found: list[Series], summary: Callable[[list[float]], float]) -> GpuReading | None:
+    """Each GPU's steady-state samples summarised to one value."""
     if not found:
         return None
     per_gpu: dict[str, float] = {}
     by_key: dict[str, Series] = {}
     for series in found:
         key = gpu_key(series)
-        values = steady(series.values)
-        per_gpu[key] = sum(1 for value in values if int(value) & SLOWDOWN_REASON_BITS) / len(values)
+        per_gpu[key] = summary(steady(series.values))
         by_key[key] = series
     return GpuReading(metric, per_gpu, by_key)
 
