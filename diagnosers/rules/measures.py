@@ -8,10 +8,14 @@ NVLink bytes are opt-in: every reading here falls back to what the bundle has.
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.findings import Quote
+from diagnosers.parsers import phase_tables
+from diagnosers.parsers.signals import Signal
 
 # Utilisation in percent (0-100) or as a ratio (0-1), most direct first.
 UTILISATION_METRICS: tuple[tuple[str, float], ...] = (
@@ -24,6 +28,11 @@ TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+# A bitmask of NVML clock event reasons (DCGM 3.x renamed THROTTLE to EVENT); exporters publish either name.
+CLOCK_EVENT_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
+# nvmlClocksEventReason bits that slow a working GPU: HW slowdown, SW thermal, HW thermal, HW power brake.
+SLOWDOWN_REASON_BITS = 0x08 | 0x20 | 0x40 | 0x80
 
 # The first tenth of a run is start-up (data loader warm-up, NCCL init, compilation): left out.
 WARMUP_SHARE = 0.1
@@ -64,14 +73,26 @@ class GpuReading:
 
 
 def reading(evidence: Evidence, metric: str, scale: float = 1.0) -> GpuReading | None:
-    _, found = evidence.metric(metric)
+    return _per_gpu(*evidence.metric(metric), lambda values: statistics.fmean(values) / scale)
+
+
+def slowdown_share(evidence: Evidence) -> GpuReading | None:
+    """Per GPU, the share of samples whose clock event reasons include a hardware or thermal slowdown."""
+    return _per_gpu(
+        *evidence.metric(*CLOCK_EVENT_REASONS),
+        lambda values: sum(1 for value in values if int(value) & SLOWDOWN_REASON_BITS) / len(values),
+    )
+
+
+def _per_gpu(metric: str, found: list[Series], summary: Callable[[list[float]], float]) -> GpuReading | None:
+    """Each GPU's steady-state samples summarised to one value."""
     if not found:
         return None
     per_gpu: dict[str, float] = {}
     by_key: dict[str, Series] = {}
     for series in found:
         key = gpu_key(series)
-        per_gpu[key] = statistics.fmean(steady(series.values)) / scale
+        per_gpu[key] = summary(steady(series.values))
         by_key[key] = series
     return GpuReading(metric, per_gpu, by_key)
 
@@ -127,7 +148,7 @@ class StepPhases:
 def step_phases(evidence: Evidence) -> StepPhases | None:
     per_rank = {
         rank: steady(sorted(records, key=lambda record: record.step))
-        for rank, records in evidence.steps.items()
+        for rank, records in (evidence.steps or logged_step_records(evidence)).items()
         if records
     }
     if not per_rank:
@@ -140,3 +161,115 @@ def step_phases(evidence: Evidence) -> StepPhases | None:
         steps=len(records),
         per_rank=per_rank,
     )
+
+
+# Timer lines printed one after another (Megatron's `(min, max)` block) belong to one report.
+TIMER_BLOCK_GAP = 2
+
+
+def logged_step_records(evidence: Evidence) -> dict[int, list[StepRecord]]:
+    """Step records read from the breakdowns that training tools print (diagnosers.parsers.phase_tables)."""
+    samples = per_gpu_batch(evidence)
+    records: dict[int, list[StepRecord]] = defaultdict(list)
+    kinds = (
+        phase_tables.PHASE_BREAKDOWN,
+        phase_tables.PHASE_TIMER,
+        phase_tables.ITERATION_TIME,
+        phase_tables.PROFILER_NCCL_ROW,
+        phase_tables.PROFILER_CUDA_TOTAL,
+    )
+    by_source: dict[str, list[Signal]] = defaultdict(list)
+    for signal in evidence.of(*kinds):
+        by_source[signal.quote.source].append(signal)
+    for signals in by_source.values():
+        for rank, record in [*_breakdown_records(signals, samples), *_profiler_records(signals)]:
+            records[rank].append(record)
+    return records
+
+
+def per_gpu_batch(evidence: Evidence) -> float | None:
+    """The per-GPU (micro-)batch a config or argument dump states, when it states one."""
+    found = [float(signal.get("samples")) for signal in evidence.of(phase_tables.PER_GPU_BATCH)]
+    return min(found) if found else None
+
+
+def _breakdown_records(signals: list[Signal], samples: float | None) -> list[tuple[int, StepRecord]]:
+    """DeepSpeed and Megatron breakdowns of one file, each weighed against its iteration's elapsed time."""
+    reports = _timer_reports(signals)
+    breakdowns = [s for s in signals if s.kind == phase_tables.PHASE_BREAKDOWN]
+    parsed = [(signal.quote, phase_tables.fields_of(signal.get("fields")), _rank(signal)) for signal in breakdowns]
+    # A step prints its engine line and, with gradient accumulation, one per micro-step: keep the whole steps.
+    if any(_whole_step(fields) for _, fields, _ in parsed):
+        parsed = [one for one in parsed if not phase_tables.is_microstep(one[1])]
+    elapsed = [(s.quote.line, float(s.get("ms"))) for s in signals if s.kind == phase_tables.ITERATION_TIME]
+    found: list[tuple[int, StepRecord]] = []
+    # ZeRO prints its optimizer all-gather on a line of its own, before the engine line of the same step.
+    carried_comm_ms = 0.0
+    for quote, fields, rank in sorted([*parsed, *reports], key=lambda one: one[0].line):
+        if phase_tables.is_optimizer_only(fields):
+            carried_comm_ms += sum(v for name, v in fields.items() if "allgather" in name)
+            continue
+        phases = phase_tables.phases_of(fields)
+        if phases is None:
+            continue
+        comm_ms = phases.comm_ms + carried_comm_ms
+        carried_comm_ms = 0.0
+        step_ms = _iteration_ms(elapsed, quote.line) or phases.step_ms
+        if not step_ms:
+            continue
+        step_ms = max(step_ms, comm_ms + phases.data_ms)
+        record = StepRecord(len(found), step_ms / 1000, phases.data_ms / 1000, comm_ms / 1000, samples, quote)
+        found.append((rank, record))
+    return found
+
+
+def _whole_step(fields: dict[str, float]) -> bool:
+    return not phase_tables.is_microstep(fields) and not phase_tables.is_optimizer_only(fields)
+
+
+def _timer_reports(signals: list[Signal]) -> list[tuple[Quote, dict[str, float], int]]:
+    """Megatron's `name ....: (min, max)` lines grouped into reports, each timer at its slowest rank's time,
+    quoted at its largest collective."""
+    reports: list[list[Signal]] = []
+    for signal in (s for s in signals if s.kind == phase_tables.PHASE_TIMER):
+        if reports and signal.quote.line - reports[-1][-1].quote.line <= TIMER_BLOCK_GAP:
+            reports[-1].append(signal)
+        else:
+            reports.append([signal])
+    found = []
+    for report in reports:
+        fields = {signal.get("name"): float(signal.get("max")) for signal in report}
+        collectives = [s for s in report if phase_tables.phases_of({s.get("name"): 1.0}) is not None]
+        quoted = max(collectives or report, key=lambda signal: float(signal.get("max")))
+        found.append((quoted.quote, fields, 0))
+    return found
+
+
+def _iteration_ms(elapsed: list[tuple[int, float]], line: int) -> float | None:
+    """Megatron prints an iteration's timers after its `elapsed time per iteration` line."""
+    before = [ms for at, ms in elapsed if at < line]
+    if before:
+        return before[-1]
+    after = [ms for at, ms in elapsed if at > line]
+    return after[0] if after else None
+
+
+def _profiler_records(signals: list[Signal]) -> list[tuple[int, StepRecord]]:
+    """A profiler table's NCCL kernels as one record: their Self CUDA share of the profiled CUDA time."""
+    shares: dict[str, tuple[float, Quote]] = {}
+    for signal in (s for s in signals if s.kind == phase_tables.PROFILER_NCCL_ROW):
+        share = phase_tables.self_cuda_share(signal.get("columns"))
+        if share is not None:
+            shares.setdefault(signal.get("name"), (share, signal.quote))
+    if not shares:
+        return []
+    totals = [s for s in signals if s.kind == phase_tables.PROFILER_CUDA_TOTAL]
+    total_s = phase_tables.seconds(totals[0].get("total"), totals[0].get("unit")) if totals else 1.0
+    comm_share = min(1.0, sum(share for share, _ in shares.values()))
+    quote = max(shares.values(), key=lambda one: one[0])[1]
+    return [(0, StepRecord(0, total_s, 0.0, comm_share * total_s, None, quote))]
+
+
+def _rank(signal: Signal) -> int:
+    rank = signal.get("rank")
+    return int(rank) if rank.isdigit() else 0

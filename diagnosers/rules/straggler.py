@@ -2,18 +2,32 @@
 
 Reads: per-rank step phases (after HTA's straggler analysis: the rank that arrives last at each
 collective waits least, so its comm time is far below everyone else's, and its compute is
-longest) and per-GPU DCGM series (SM clock, temperature, utilisation) for a GPU unlike the rest.
-Needs at least three ranks or GPUs, so there are peers to compare with.
+longest); Megatron's straggler detector lines (the slowest and fastest rank of each interval) and
+nvidia-resiliency-ext's per-rank performance scores;
+`nvidia-smi -q` clock event reasons (a GPU slowed by hardware or heat); and per-GPU DCGM series
+from the default counter set (SM clock, temperature, power, clock event reasons, utilisation) for a
+GPU unlike the rest. Comparisons need at least three ranks or GPUs, so there are peers.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import STRAGGLER, Finding, Quote, Severity
+from diagnosers.parsers import phase_tables
 from diagnosers.rules.common import finding
-from diagnosers.rules.measures import GPU_TEMP, SM_CLOCK, StepPhases, reading, step_phases, utilisation
+from diagnosers.rules.measures import (
+    GPU_TEMP,
+    POWER_USAGE,
+    SM_CLOCK,
+    StepPhases,
+    reading,
+    slowdown_share,
+    step_phases,
+    utilisation,
+)
 
 EMITS = (STRAGGLER,)
 
@@ -30,12 +44,98 @@ CLOCK_DROP = 0.15
 TEMP_ABOVE_PEERS_C = 10.0
 # Busy share a quarter away from the peers' median.
 UTIL_APART = 0.25
+# Power draw under two thirds of the peers' while they work: a power-braked or clock-capped GPU.
+POWER_DROP = 1 / 3
+# Megatron's detector: the slowest rank's round trip a quarter over the fastest's, or the lowest
+# throughput or clock this far under the highest (its own README shows healthy spreads of 1-9%).
+DETECTOR_RTT_RATIO = 1.25
+DETECTOR_THROUGHPUT_DROP = 0.2
+# nvidia-resiliency-ext's identify_stragglers() default: a rank scoring under 0.7 of the best.
+NVRX_SCORE_THRESHOLD = 0.7
+# A GPU in a hardware or thermal slowdown for a tenth of the samples is throttled, not blipping.
+SLOWDOWN_SHARE = 0.1
 
 
 def check(evidence: Evidence) -> list[Finding]:
     phases = step_phases(evidence)
     found = _from_steps(phases) if phases is not None else None
+    found = found or _from_detector(evidence) or _from_nvrx_scores(evidence) or _from_clock_events(evidence)
     return [found] if found is not None else _from_metrics(evidence)
+
+
+def _from_detector(evidence: Evidence) -> Finding | None:
+    """Megatron's straggler detector: flag the rank that is slowest (round trip), or lowest in throughput
+    or clock, in most of the intervals that show a spread."""
+    reports = evidence.of(phase_tables.STRAGGLER_REPORT)
+    flagged: Counter[int] = Counter()
+    quotes: dict[int, list[Quote]] = {}
+    reasons: dict[int, str] = {}
+    for report in reports:
+        extremes = phase_tables.detector_extremes(report.get("fields"))
+        spread = _detector_spread(extremes)
+        if spread is not None:
+            rank, reason = spread
+            flagged[rank] += 1
+            quotes.setdefault(rank, []).append(report.quote)
+            reasons.setdefault(rank, reason)
+    if not flagged or sum(flagged.values()) * 2 < len(reports):
+        return None
+    rank, count = flagged.most_common(1)[0]
+    detail = (
+        f"Megatron's straggler detector names rank {rank} in {count} of {len(reports)} report(s): {reasons[rank]}. "
+        "Every other rank waits for it at each collective. Check that rank's GPU and node (nvidia-smi -q -d "
+        "PERFORMANCE,TEMPERATURE for clock event reasons) and drain it if it persists."
+    )
+    return finding(STRAGGLER, Severity.WARNING, 0.8, f"Rank {rank} holds the others back", detail, quotes=quotes[rank])
+
+
+def _from_nvrx_scores(evidence: Evidence) -> Finding | None:
+    """nvidia-resiliency-ext's straggler report: a rank whose performance score falls under the threshold."""
+    low = [s for s in evidence.of(phase_tables.NVRX_SCORE) if float(s.get("score")) < NVRX_SCORE_THRESHOLD]
+    if not low:
+        return None
+    worst = min(low, key=lambda signal: float(signal.get("score")))
+    rank, node = worst.get("rank"), worst.get("node")
+    detail = (
+        f"nvidia-resiliency-ext scores rank {rank} on node {node} at {float(worst.get('score')):.2f} of the best "
+        f"rank (stragglers are under {NVRX_SCORE_THRESHOLD}): every other rank waits for it at each collective. "
+        "Check that node's GPUs (clock event reasons, temperature, power) and drain it if it persists."
+    )
+    return finding(STRAGGLER, Severity.WARNING, 0.8, f"Rank {rank} holds the others back", detail, signals=low)
+
+
+def _detector_spread(extremes: dict[str, phase_tables.Extremes]) -> tuple[int, str] | None:
+    rtt = extremes.get("Rtt")
+    if rtt is not None and rtt.low > 0 and rtt.high >= DETECTOR_RTT_RATIO * rtt.low:
+        return rtt.high_rank, f"its round trip takes {rtt.high:g} ms against {rtt.low:g} ms on the fastest rank"
+    for metric, what in (("Etpt", "estimated throughput"), ("Clk", "SM clock")):
+        found = extremes.get(metric)
+        if found is not None and found.high > 0 and found.low <= (1 - DETECTOR_THROUGHPUT_DROP) * found.high:
+            return found.low_rank, f"its {what} is {found.low:g} against {found.high:g} on the best rank"
+    return None
+
+
+def _from_clock_events(evidence: Evidence) -> Finding | None:
+    """`nvidia-smi -q`: a clock event reason that slows the GPU below what it is asked to run at."""
+    active = evidence.of(phase_tables.CLOCK_SLOWDOWN)
+    if not active:
+        return None
+    bus_ids = evidence.of(phase_tables.GPU_BUS_ID)
+    named = []
+    for signal in active:
+        at = (signal.quote.source, signal.quote.line)
+        before = [bus for bus in bus_ids if (bus.quote.source, bus.quote.line) < at]
+        named.append(before[-1].get("bus") if before else "")
+    gpus = sorted({name for name in named if name}) or ["a GPU"]
+    reasons = sorted({signal.get("reason") for signal in active})
+    detail = (
+        f"nvidia-smi reports {', '.join(reasons)} active on {', '.join(gpus)}: the GPU runs below its clocks "
+        "(HW Slowdown halves them or worse), so in a distributed job every collective waits for it. Check "
+        "cooling, power supply and the GPU's health (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER), and drain "
+        "the node if it persists."
+    )
+    title = f"GPU {gpus[0]} is throttled" if len(gpus) == 1 else f"{len(gpus)} GPUs are throttled"
+    return finding(STRAGGLER, Severity.WARNING, 0.7, title, detail, signals=active)
 
 
 def _from_steps(phases: StepPhases) -> Finding | None:
@@ -67,7 +167,9 @@ def _from_steps(phases: StepPhases) -> Finding | None:
 def _from_metrics(evidence: Evidence) -> list[Finding]:
     checks = (
         (reading(evidence, SM_CLOCK), _low_clock, "its SM clock is {value:.0f} MHz against {median:.0f} MHz"),
+        (slowdown_share(evidence), _slowed, "it is in a hardware or thermal slowdown {value:.0%} of the time"),
         (reading(evidence, GPU_TEMP), _hot, "it runs at {value:.0f} °C against {median:.0f} °C"),
+        (reading(evidence, POWER_USAGE), _low_power, "it draws {value:.0f} W against {median:.0f} W"),
         (utilisation(evidence), _apart, "it is busy {value:.0%} of the time against {median:.0%}"),
     )
     for gpu_reading, is_apart, phrase in checks:
@@ -102,6 +204,14 @@ def _from_metrics(evidence: Evidence) -> list[Finding]:
 
 def _low_clock(value: float, median: float) -> bool:
     return value <= (1 - CLOCK_DROP) * median
+
+
+def _slowed(value: float, median: float) -> bool:
+    return value >= SLOWDOWN_SHARE and median < SLOWDOWN_SHARE
+
+
+def _low_power(value: float, median: float) -> bool:
+    return value <= (1 - POWER_DROP) * median
 
 
 def _hot(value: float, median: float) -> bool:
