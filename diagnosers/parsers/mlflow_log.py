@@ -16,7 +16,7 @@ PATTERNS = (
     pattern(
         SERVER_UNREACHABLE,
         ["API request to", "mlflow", "MLflow", "MLFLOW"],
-        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|error code 5\d\d).*"
+        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|(?:error )?code 5\d\d).*"
         r"|(?:mlflow|MLflow|MLFLOW)\S*.*?(?:Max retries exceeded|Connection refused|Failed to establish a new "
         r"connection|Name or service not known|Read timed out|Temporary failure in name resolution"
         r"|TEMPORARILY_UNAVAILABLE|error code 5\d\d).*)",
@@ -27,6 +27,9 @@ PATTERNS = (
             "[Errno 111] Connection refused'))",
             "mlflow.exceptions.MlflowException: API request to endpoint /api/2.0/mlflow/runs/log-batch failed "
             "with error code 503 != 200. Response body: 'upstream connect error'",
+            # MLflow 0.9 (/preview/ paths, no "error" before the code)
+            "2019/06/19 10:12:53 ERROR mlflow.utils.rest_utils: API request to https://mlflow.example.com/api/2.0/"
+            "preview/mlflow/runs/log-parameter failed with code 500 != 200, retrying up to 1 more times.",
         ],
     ),
 )

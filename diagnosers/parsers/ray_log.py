@@ -11,6 +11,9 @@ JOB_FAILED = "ray.job-failed"
 RESOURCE_DEMAND = "ray.resource-demand"
 INFEASIBLE_DEMAND = "ray.infeasible-demand"
 DASHBOARD_UNREACHABLE = "ray.dashboard-unreachable"
+# A job-submission client naming the dashboard it is about to call, and saying that the call went through.
+JOB_SUBMIT_ADDRESS = "ray.job-submit-address"
+JOB_SUBMITTED = "ray.job-submitted"
 
 _DEMAND = r"(?P<demand>\{[^{}]*\})"
 
@@ -123,13 +126,16 @@ PATTERNS = (
             "Failed to connect to the dashboard",
             "Failed to connect to dashboard",
             "Failed to start the dashboard",
+            "Failed to forward dashboard",
             "dashboard",
             ":8265",
             "port=8265",
             "Request failed with status code",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
-        r"|Failed to start the dashboard|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
+        r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
+        r"|The dashboard on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
+        r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
         r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host))",
@@ -140,6 +146,31 @@ PATTERNS = (
             "connection: [Errno 111] Connection refused'))",
             'ERROR rayjob_controller.go:292 Failed to get job info {"error": "Get \\"http://rayjob-head-svc.'
             'ns.svc.cluster.local:8265/api/jobs/x\\": dial tcp 10.96.0.12:8265: connect: connection refused"}',
+            # `ray dashboard cluster.yaml` (Ray 1.x)
+            "Error: Failed to forward dashboard from remote port 8265 to local port 8265. There are a couple "
+            "possibilities: ",
+            # `ray start --block` after "Some Ray subprocesses exited unexpectedly:"
+            "  dashboard [exit code=-11]",
+            "2025-06-27 10:16:18,850\tERROR dashboard.py:304 -- The dashboard on node gpu-node-1 failed with the "
+            "following error:",
+        ],
+    ),
+    pattern(
+        JOB_SUBMIT_ADDRESS,
+        ["Using address http", "--address http", "--address=http"],
+        r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)",
+        [
+            "Using address http://raycluster-head-svc:8265 (no port-forwarding)",
+            "Ray command: [ray job submit --address http://127.0.0.1:8265 --working-dir ./ -- python train.py]",
+        ],
+    ),
+    pattern(
+        JOB_SUBMITTED,
+        ["submitted successfully", "Job submission server address"],
+        r"Job '?\S+?'? submitted successfully|Job submission server address: \S+",
+        [
+            "Job 'raysubmit_tu2TRtXLLnkVxLe1' submitted successfully",
+            "2024-01-01 10:00:00,000\tINFO cli.py:36 -- Job submission server address: http://127.0.0.1:8265",
         ],
     ),
 )
