@@ -16,6 +16,9 @@ PATTERNS = (
     pattern(
         SERVER_UNREACHABLE,
         ["API request to", "mlflow", "MLflow", "MLFLOW"],
+        # MLflow servers of 2019-2020 answered 500 for a missing run; the body's error code says it was the request.
+        r"^(?!.*\b(?:RESOURCE_DOES_NOT_EXIST|RESOURCE_ALREADY_EXISTS|INVALID_PARAMETER_VALUE|INVALID_STATE"
+        r"|PERMISSION_DENIED|UNAUTHENTICATED|BAD_REQUEST)\b).*?"
         r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|(?:error )?code 5\d\d).*"
         r"|(?:mlflow|MLflow|MLFLOW)\S*.*?(?:Max retries exceeded|Connection refused|Failed to establish a new "
         r"connection|Name or service not known|Read timed out|Temporary failure in name resolution"
