@@ -131,6 +131,9 @@ PATTERNS = (
             ":8265",
             "port=8265",
             "Request failed with status code",
+            "failed to submit job",
+            "Failed to get job info",
+            "SubmitJob fail",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
         r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
@@ -138,7 +141,10 @@ PATTERNS = (
         r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
-        r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host))",
+        r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host)"
+        # KubeRay's operator calling the job API (the dashboard agent's port 52365 before KubeRay 1.0)
+        r"|(?:failed to submit job|Failed to get job info|SubmitJob fail).*?(?:[Cc]onnection refused|Connect call "
+        r"failed|i/o timeout|no such host|Remote end closed connection))",
         [
             "ConnectionError: Failed to connect to Ray at address: http://127.0.0.1:8265.",
             "requests.exceptions.ConnectionError: HTTPConnectionPool(host='raycluster-head-svc', port=8265): "
@@ -151,17 +157,22 @@ PATTERNS = (
             "possibilities: ",
             # `ray start --block` after "Some Ray subprocesses exited unexpectedly:"
             "  dashboard [exit code=-11]",
+            '2023-04-17T06:55:25.958Z\tERROR\tcontrollers.RayJob\tfailed to submit job\t{"error": "SubmitJob fail: '
+            "Traceback (most recent call last):\\n ... ConnectionRefusedError: [Errno 111] Connect call failed "
+            "('10.244.3.9', 52365)\\n\\n\"}",
             "2025-06-27 10:16:18,850\tERROR dashboard.py:304 -- The dashboard on node gpu-node-1 failed with the "
             "following error:",
         ],
     ),
     pattern(
         JOB_SUBMIT_ADDRESS,
-        ["Using address http", "--address http", "--address=http"],
-        r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)",
+        ["Using address http", "--address http", "--address=http", "RAY_ADDRESS="],
+        r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)"
+        r"|RAY_ADDRESS=[\"']?(?P<env_address>https?://[^\s\"']+)[\"']? ray job submit\b",
         [
             "Using address http://raycluster-head-svc:8265 (no port-forwarding)",
             "Ray command: [ray job submit --address http://127.0.0.1:8265 --working-dir ./ -- python train.py]",
+            'RAY_ADDRESS="http://10.0.0.4:8265" ray job submit --working-dir ./ -- python script.py',
         ],
     ),
     pattern(

@@ -7,6 +7,8 @@ statuses, where the collector itself could not reach the service.
 
 from __future__ import annotations
 
+import re
+
 from diagnosers.evidence import OK, Evidence
 from diagnosers.findings import DASHBOARD_UNREACHABLE, MLFLOW_UNREACHABLE, Finding, Quote, Severity
 from diagnosers.parsers import mlflow_log, ray_log
@@ -35,6 +37,8 @@ _CONNECTION_ERRORS = frozenset(
 )
 # Frames of Ray's job-submission client (JobSubmissionClient, `ray job submit`).
 _SUBMISSION_CLIENT_FILES = ("dashboard/modules/", "dashboard_sdk", "job_submission")
+# The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
+_DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
 
 
 def check(evidence: Evidence) -> list[Finding]:
@@ -99,7 +103,12 @@ def _while_submitting(evidence: Evidence, at: Quote) -> bool:
 def _dashboard(evidence: Evidence) -> Finding | None:
     signals = evidence.of(ray_log.DASHBOARD_UNREACHABLE)
     refused = _submission_refused(evidence)
-    collector = [*_collector_quotes(evidence, _DASHBOARD_SOURCES), *refused]
+    crashed = [
+        exception.quote
+        for exception in evidence.exceptions
+        if exception.frames and _DASHBOARD_MAIN.search(exception.frames[0].file)
+    ]
+    collector = [*_collector_quotes(evidence, _DASHBOARD_SOURCES), *refused, *crashed]
     if not signals and not collector:
         return None
     submission_failed = bool(refused) or any(
