@@ -48,14 +48,40 @@ PATTERNS = (
             "Failed to pull image",
             "InvalidImageName",
             "ErrImageNeverPull",
+            "trying and failing to pull image",
+            "image can't be pulled",
+            # Not "failed to ...": the portable scanner finds no needle that overlaps another's " failed".
+            "pull and unpack image",
+            "Error response from daemon",
+            "to register layer",
+            "Error pulling image",
+            "toomanyrequests",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
         r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
-        r"|\b(?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull)\b.*)",
+        r"|\b(?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull)\b.*"
+        # `kubectl logs` of a container that never started
+        r"|is waiting to start: (?:trying and failing to pull image|image can't be pulled).*"
+        # containerd / crictl / ctr, and the Docker daemon's pull errors in every version
+        r"|failed to pull and unpack image \"?(?P<unpack_image>[^\"\s]+)\"?.*"
+        r"|Error response from daemon: (?:manifest for \S+ not found|pull access denied|toomanyrequests|unauthorized"
+        r"|Head \"?https?://\S+/manifests/).*"
+        r"|failed to register layer: .*no space left on device.*|Error pulling image .*"
+        r"|toomanyrequests: You have reached your pull rate limit.*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
             "NotFound desc = failed to pull and unpack image",
             "raycluster-gpu-head-9x7kq   0/1     ImagePullBackOff   0          5m",
+            'Error from server (BadRequest): container "ray-head" in pod "raycluster-head-x" is waiting to start: '
+            "trying and failing to pull image",
+            'FATA[0002] pulling image: rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/'
+            'rayproject/ray:9.9": failed to resolve reference "docker.io/rayproject/ray:9.9": not found',
+            "Error response from daemon: manifest for rayproject/ray:9.9-gpu not found: manifest unknown: manifest "
+            "unknown",
+            "failed to register layer: Error processing tar file(exit status 1): write /usr/lib/libcudnn.so.8: no "
+            "space left on device",
+            "toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating "
+            "and upgrading: https://www.docker.com/increase-rate-limit",
         ],
     ),
     pattern(
