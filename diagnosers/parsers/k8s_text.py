@@ -27,9 +27,16 @@ PATTERNS = (
             "exceeded quota",
             "insufficient unused quota",
             "insufficient quota",
+            "nodes are unavailable",
+            "tasks in gang unschedulable",
+            "NotEnoughResources",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
-        r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*)",
+        r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
+        # Volcano: its predicates, and a gang whose pods are unschedulable; "1/0 tasks" (no pod created yet) is left
+        # out, the controller reports it while a job starts
+        r"|\d+/\d+ nodes are unavailable:.*|\d+/\d+ tasks in gang unschedulable:.*?\b\d+ Unschedulable\b.*"
+        r"|\bNotEnoughResources\b.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -37,6 +44,11 @@ PATTERNS = (
             "requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8",
             "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor "
             "gpu-a100, 8 more needed",
+            "0/3 nodes are unavailable: 3 Insufficient nvidia.com/gpu.",
+            "  Warning  PodGroupPending  7m43s  vc-controller-manager  PodGroup default:job-sample unschedule,reason: "
+            "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 "
+            "Unschedulable",
+            "    reason: NotEnoughResources",
         ],
     ),
     pattern(

@@ -109,14 +109,25 @@ PATTERNS = (
     ),
     pattern(
         INFEASIBLE_DEMAND,
-        ["cannot be scheduled right now", "No available node types can fulfill", "Infeasible"],
+        [
+            "cannot be scheduled right now",
+            "No available node types can fulfill",
+            "Infeasible",
+            "could not find a node type to satisfy",
+        ],
+        # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them.
         r"(?:resource request cannot be scheduled right now: |No available node types can fulfill resource "
-        r"requests? |Infeasible\w*:?.*?)" + _DEMAND,
+        r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request: \[)"
+        r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND,
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
             "Error: No available node types can fulfill resource request {'GPU': 4.0}. Add suitable node types "
             "to this cluster to resolve this issue.",
+            "(autoscaler +8m46s) Error: No available node types can fulfill resource request defaultdict(<class "
+            "'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
+            "WARNING resource_demand_scheduler.py:838 -- The autoscaler could not find a node type to satisfy the "
+            "request: [{'GPU': 1.0}]. Please specify a node type with the necessary resources.",
         ],
     ),
     pattern(
