@@ -37,6 +37,8 @@ _CONNECTION_ERRORS = frozenset(
 )
 # Frames of Ray's job-submission client (JobSubmissionClient, `ray job submit`).
 _SUBMISSION_CLIENT_FILES = ("dashboard/modules/", "dashboard_sdk", "job_submission")
+# A line that is a raised exception, after Ray's `(RayTrainWorker pid=...)` prefix where there is one.
+_EXCEPTION_LINE = re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.]*(?:Error|Exception): ")
 # The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
 _DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
 
@@ -55,9 +57,10 @@ def _collector_quotes(evidence: Evidence, names: tuple[str, ...]) -> list[Quote]
 
 
 def _raised(signals: list[Signal], evidence: Evidence, marker: str) -> bool:
-    """True when the job's own exception came from this service (it stopped the job)."""
+    """True when the job's own exception came from this service (it stopped the job): a parsed traceback, or a
+    line that is an exception (`requests.exceptions.ConnectionError: ...`), not a retry warning naming one."""
     return any(marker in exception.type or marker in exception.message for exception in evidence.exceptions) or any(
-        "Error" in signal.quote.text.split(marker, 1)[0] for signal in signals if marker in signal.quote.text
+        _EXCEPTION_LINE.match(signal.quote.text) for signal in signals if marker in signal.quote.text
     )
 
 
