@@ -30,13 +30,16 @@ PATTERNS = (
             "nodes are unavailable",
             "tasks in gang unschedulable",
             "NotEnoughResources",
+            "Workload didn't fit",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
         # Volcano: its predicates, and a gang whose pods are unschedulable; "1/0 tasks" (no pod created yet) is left
         # out, the controller reports it while a job starts
         r"|\d+/\d+ nodes are unavailable:.*|\d+/\d+ tasks in gang unschedulable:.*?\b\d+ Unschedulable\b.*"
-        r"|\bNotEnoughResources\b.*)",
+        r"|\bNotEnoughResources\b.*"
+        # Kueue before 0.2 named no resource
+        r"|Workload didn't fit\b.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -49,6 +52,7 @@ PATTERNS = (
             "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 "
             "Unschedulable",
             "    reason: NotEnoughResources",
+            "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
         ],
     ),
     pattern(
