@@ -27,9 +27,19 @@ PATTERNS = (
             "exceeded quota",
             "insufficient unused quota",
             "insufficient quota",
+            "nodes are unavailable",
+            "tasks in gang unschedulable",
+            "NotEnoughResources",
+            "Workload didn't fit",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
-        r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*)",
+        r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
+        # Volcano: its predicates, and a gang whose pods are unschedulable; "1/0 tasks" (no pod created yet) is left
+        # out, the controller reports it while a job starts
+        r"|\d+/\d+ nodes are unavailable:.*|\d+/\d+ tasks in gang unschedulable:.*?\b\d+ Unschedulable\b.*"
+        r"|\bNotEnoughResources\b.*"
+        # Kueue before 0.2 named no resource
+        r"|Workload didn't fit\b.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -37,6 +47,12 @@ PATTERNS = (
             "requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8",
             "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor "
             "gpu-a100, 8 more needed",
+            "0/3 nodes are unavailable: 3 Insufficient nvidia.com/gpu.",
+            "  Warning  PodGroupPending  7m43s  vc-controller-manager  PodGroup default:job-sample unschedule,reason: "
+            "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 "
+            "Unschedulable",
+            "    reason: NotEnoughResources",
+            "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
         ],
     ),
     pattern(
@@ -48,14 +64,40 @@ PATTERNS = (
             "Failed to pull image",
             "InvalidImageName",
             "ErrImageNeverPull",
+            "trying and failing to pull image",
+            "image can't be pulled",
+            # Not "failed to ...": the portable scanner finds no needle that overlaps another's " failed".
+            "pull and unpack image",
+            "Error response from daemon",
+            "to register layer",
+            "Error pulling image",
+            "toomanyrequests",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
         r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
-        r"|\b(?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull)\b.*)",
+        r"|\b(?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull)\b.*"
+        # `kubectl logs` of a container that never started
+        r"|is waiting to start: (?:trying and failing to pull image|image can't be pulled).*"
+        # containerd / crictl / ctr, and the Docker daemon's pull errors in every version
+        r"|failed to pull and unpack image \"?(?P<unpack_image>[^\"\s]+)\"?.*"
+        r"|Error response from daemon: (?:manifest for \S+ not found|pull access denied|toomanyrequests|unauthorized"
+        r"|Head \"?https?://\S+/manifests/).*"
+        r"|failed to register layer: .*no space left on device.*|Error pulling image .*"
+        r"|toomanyrequests: You have reached your pull rate limit.*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
             "NotFound desc = failed to pull and unpack image",
             "raycluster-gpu-head-9x7kq   0/1     ImagePullBackOff   0          5m",
+            'Error from server (BadRequest): container "ray-head" in pod "raycluster-head-x" is waiting to start: '
+            "trying and failing to pull image",
+            'FATA[0002] pulling image: rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/'
+            'rayproject/ray:9.9": failed to resolve reference "docker.io/rayproject/ray:9.9": not found',
+            "Error response from daemon: manifest for rayproject/ray:9.9-gpu not found: manifest unknown: manifest "
+            "unknown",
+            "failed to register layer: Error processing tar file(exit status 1): write /usr/lib/libcudnn.so.8: no "
+            "space left on device",
+            "toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating "
+            "and upgrading: https://www.docker.com/increase-rate-limit",
         ],
     ),
     pattern(

@@ -16,10 +16,15 @@ PATTERNS = (
     pattern(
         SERVER_UNREACHABLE,
         ["API request to", "mlflow", "MLflow", "MLFLOW"],
-        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|error code 5\d\d).*"
-        r"|(?:mlflow|MLflow|MLFLOW)\S*.*?(?:Max retries exceeded|Connection refused|Failed to establish a new "
-        r"connection|Name or service not known|Read timed out|Temporary failure in name resolution"
-        r"|TEMPORARILY_UNAVAILABLE|error code 5\d\d).*)",
+        # MLflow servers of 2019-2020 answered 500 for a missing run; the body's error code says it was the request.
+        r"^(?!.*\b(?:RESOURCE_DOES_NOT_EXIST|RESOURCE_ALREADY_EXISTS|INVALID_PARAMETER_VALUE|INVALID_STATE"
+        r"|PERMISSION_DENIED|UNAUTHENTICATED|BAD_REQUEST)\b)"
+        # urllib3 names the host before the /api/2.0/mlflow/ path, MLflow's own messages the other way round.
+        r"(?=.*(?:mlflow|MLflow|MLFLOW)).*?"
+        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|(?:error )?code 5\d\d).*"
+        r"|(?:Max retries exceeded|Connection refused|Failed to establish a new connection|Name or service not known"
+        r"|Read timed out|Temporary failure in name resolution|TEMPORARILY_UNAVAILABLE|error code 5\d\d"
+        r"|too many 5\d\d error responses|to the tracking server has failed).*)",
         [
             "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create "
             "failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded with url: "
@@ -27,6 +32,14 @@ PATTERNS = (
             "[Errno 111] Connection refused'))",
             "mlflow.exceptions.MlflowException: API request to endpoint /api/2.0/mlflow/runs/log-batch failed "
             "with error code 503 != 200. Response body: 'upstream connect error'",
+            # MLflow 0.9 (/preview/ paths, no "error" before the code)
+            "2019/06/19 10:12:53 ERROR mlflow.utils.rest_utils: API request to https://mlflow.example.com/api/2.0/"
+            "preview/mlflow/runs/log-parameter failed with code 500 != 200, retrying up to 1 more times.",
+            "2025/04/23 21:10:54 WARNING mlflow.models.model: Logging model metadata to the tracking server has "
+            "failed. The model artifacts have been logged successfully under s3://bucket/1/artifacts.",
+            "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=5, read=4, redirect=5, status=5)) after "
+            "connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='mlflow.example.com', port=443): Read "
+            "timed out. (read timeout=120)\")': /api/2.0/mlflow/runs/log-metric",
         ],
     ),
 )

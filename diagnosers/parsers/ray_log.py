@@ -11,6 +11,9 @@ JOB_FAILED = "ray.job-failed"
 RESOURCE_DEMAND = "ray.resource-demand"
 INFEASIBLE_DEMAND = "ray.infeasible-demand"
 DASHBOARD_UNREACHABLE = "ray.dashboard-unreachable"
+# A job-submission client naming the dashboard it is about to call, and saying that the call went through.
+JOB_SUBMIT_ADDRESS = "ray.job-submit-address"
+JOB_SUBMITTED = "ray.job-submitted"
 
 _DEMAND = r"(?P<demand>\{[^{}]*\})"
 
@@ -106,14 +109,25 @@ PATTERNS = (
     ),
     pattern(
         INFEASIBLE_DEMAND,
-        ["cannot be scheduled right now", "No available node types can fulfill", "Infeasible"],
+        [
+            "cannot be scheduled right now",
+            "No available node types can fulfill",
+            "Infeasible",
+            "could not find a node type to satisfy",
+        ],
+        # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them.
         r"(?:resource request cannot be scheduled right now: |No available node types can fulfill resource "
-        r"requests? |Infeasible\w*:?.*?)" + _DEMAND,
+        r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request: \[)"
+        r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND,
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
             "Error: No available node types can fulfill resource request {'GPU': 4.0}. Add suitable node types "
             "to this cluster to resolve this issue.",
+            "(autoscaler +8m46s) Error: No available node types can fulfill resource request defaultdict(<class "
+            "'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
+            "WARNING resource_demand_scheduler.py:838 -- The autoscaler could not find a node type to satisfy the "
+            "request: [{'GPU': 1.0}]. Please specify a node type with the necessary resources.",
         ],
     ),
     pattern(
@@ -123,16 +137,25 @@ PATTERNS = (
             "Failed to connect to the dashboard",
             "Failed to connect to dashboard",
             "Failed to start the dashboard",
+            "Failed to forward dashboard",
             "dashboard",
             ":8265",
             "port=8265",
             "Request failed with status code",
+            "failed to submit job",
+            "Failed to get job info",
+            "SubmitJob fail",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
-        r"|Failed to start the dashboard|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
+        r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
+        r"|The dashboard on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
+        r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
-        r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host))",
+        r"|dial tcp [^ ]+:8265: \S+(?: \S+)*?: (?:connection refused|i/o timeout|no such host)"
+        # KubeRay's operator calling the job API (the dashboard agent's port 52365 before KubeRay 1.0)
+        r"|(?:failed to submit job|Failed to get job info|SubmitJob fail).*?(?:[Cc]onnection refused|Connect call "
+        r"failed|i/o timeout|no such host|Remote end closed connection))",
         [
             "ConnectionError: Failed to connect to Ray at address: http://127.0.0.1:8265.",
             "requests.exceptions.ConnectionError: HTTPConnectionPool(host='raycluster-head-svc', port=8265): "
@@ -140,6 +163,36 @@ PATTERNS = (
             "connection: [Errno 111] Connection refused'))",
             'ERROR rayjob_controller.go:292 Failed to get job info {"error": "Get \\"http://rayjob-head-svc.'
             'ns.svc.cluster.local:8265/api/jobs/x\\": dial tcp 10.96.0.12:8265: connect: connection refused"}',
+            # `ray dashboard cluster.yaml` (Ray 1.x)
+            "Error: Failed to forward dashboard from remote port 8265 to local port 8265. There are a couple "
+            "possibilities: ",
+            # `ray start --block` after "Some Ray subprocesses exited unexpectedly:"
+            "  dashboard [exit code=-11]",
+            '2023-04-17T06:55:25.958Z\tERROR\tcontrollers.RayJob\tfailed to submit job\t{"error": "SubmitJob fail: '
+            "Traceback (most recent call last):\\n ... ConnectionRefusedError: [Errno 111] Connect call failed "
+            "('10.244.3.9', 52365)\\n\\n\"}",
+            "2025-06-27 10:16:18,850\tERROR dashboard.py:304 -- The dashboard on node gpu-node-1 failed with the "
+            "following error:",
+        ],
+    ),
+    pattern(
+        JOB_SUBMIT_ADDRESS,
+        ["Using address http", "--address http", "--address=http", "RAY_ADDRESS="],
+        r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)"
+        r"|RAY_ADDRESS=[\"']?(?P<env_address>https?://[^\s\"']+)[\"']? ray job submit\b",
+        [
+            "Using address http://raycluster-head-svc:8265 (no port-forwarding)",
+            "Ray command: [ray job submit --address http://127.0.0.1:8265 --working-dir ./ -- python train.py]",
+            'RAY_ADDRESS="http://10.0.0.4:8265" ray job submit --working-dir ./ -- python script.py',
+        ],
+    ),
+    pattern(
+        JOB_SUBMITTED,
+        ["submitted successfully", "Job submission server address"],
+        r"Job '?\S+?'? submitted successfully|Job submission server address: \S+",
+        [
+            "Job 'raysubmit_tu2TRtXLLnkVxLe1' submitted successfully",
+            "2024-01-01 10:00:00,000\tINFO cli.py:36 -- Job submission server address: http://127.0.0.1:8265",
         ],
     ),
 )

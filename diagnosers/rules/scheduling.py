@@ -18,15 +18,20 @@ EMITS = (INSUFFICIENT_GPU, IMAGE_PULL)
 
 _INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)|insufficient (?:unused )?quota for ([\w./-]+)")
 _PULL_CAUSES = (
+    ("toomanyrequests", "the registry is rate-limiting pulls"),
+    ("Too Many Requests", "the registry is rate-limiting pulls"),
+    ("Rate exceeded", "the registry is rate-limiting pulls"),
     ("NotFound", "the image or tag does not exist"),
     ("manifest unknown", "the image or tag does not exist"),
     ("not found", "the image or tag does not exist"),
     ("unauthorized", "the registry refused the credentials (imagePullSecrets)"),
+    ("authentication required", "the registry refused the credentials (imagePullSecrets)"),
+    ("pull access denied", "the repository does not exist or needs credentials (imagePullSecrets)"),
     ("denied", "the registry refused the credentials (imagePullSecrets)"),
     ("no basic auth", "the registry refused the credentials (imagePullSecrets)"),
     ("i/o timeout", "the node cannot reach the registry"),
     ("no such host", "the node cannot resolve the registry's name"),
-    ("toomanyrequests", "the registry is rate-limiting pulls"),
+    ("x509", "the node does not trust the registry's TLS certificate"),
     ("no space left", "the node's disk is full"),
     ("InvalidImageName", "the image name is malformed"),
 )
@@ -66,7 +71,7 @@ def _image_pull(evidence: Evidence) -> Finding | None:
     signals = evidence.of(k8s_text.IMAGE_PULL)
     if not signals:
         return None
-    image = first_attr(signals, "image") or first_attr(signals, "backoff_image")
+    image = first_attr(signals, "image") or first_attr(signals, "backoff_image") or first_attr(signals, "unpack_image")
     texts = " ".join(signal.quote.text for signal in signals)
     cause = next((reason for marker, reason in _PULL_CAUSES if marker in texts), "see the kubelet's message")
     named = f" {image}" if image else ""

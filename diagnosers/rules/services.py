@@ -7,16 +7,40 @@ statuses, where the collector itself could not reach the service.
 
 from __future__ import annotations
 
+import re
+
 from diagnosers.evidence import OK, Evidence
 from diagnosers.findings import DASHBOARD_UNREACHABLE, MLFLOW_UNREACHABLE, Finding, Quote, Severity
 from diagnosers.parsers import mlflow_log, ray_log
 from diagnosers.parsers.signals import Signal
+from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, where
 
 EMITS = (MLFLOW_UNREACHABLE, DASHBOARD_UNREACHABLE)
 
 _DASHBOARD_SOURCES = ("ray", "dashboard", "ray-dashboard")
 _MLFLOW_SOURCES = ("mlflow",)
+# What an HTTP client raises when nothing answers on the port or the server hangs up.
+_CONNECTION_ERRORS = frozenset(
+    {
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "RemoteDisconnected",
+        "ConnectionError",
+        "NewConnectionError",
+        "MaxRetryError",
+        "ProtocolError",
+        "ClientConnectorError",
+        "ServerDisconnectedError",
+        "ConnectTimeout",
+    }
+)
+# Frames of Ray's job-submission client (JobSubmissionClient, `ray job submit`).
+_SUBMISSION_CLIENT_FILES = ("dashboard/modules/", "dashboard_sdk", "job_submission")
+# A line that is a raised exception, after Ray's `(RayTrainWorker pid=...)` prefix where there is one.
+_EXCEPTION_LINE = re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.]*(?:Error|Exception): ")
+# The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
+_DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
 
 
 def check(evidence: Evidence) -> list[Finding]:
@@ -33,9 +57,10 @@ def _collector_quotes(evidence: Evidence, names: tuple[str, ...]) -> list[Quote]
 
 
 def _raised(signals: list[Signal], evidence: Evidence, marker: str) -> bool:
-    """True when the job's own exception came from this service (it stopped the job)."""
+    """True when the job's own exception came from this service (it stopped the job): a parsed traceback, or a
+    line that is an exception (`requests.exceptions.ConnectionError: ...`), not a retry warning naming one."""
     return any(marker in exception.type or marker in exception.message for exception in evidence.exceptions) or any(
-        "Error" in signal.quote.text.split(marker, 1)[0] for signal in signals if marker in signal.quote.text
+        _EXCEPTION_LINE.match(signal.quote.text) for signal in signals if marker in signal.quote.text
     )
 
 
@@ -54,12 +79,44 @@ def _mlflow(evidence: Evidence) -> Finding | None:
     return finding(MLFLOW_UNREACHABLE, severity, 0.85, "MLflow tracking server unreachable", detail, signals, collector)
 
 
+def _submission_refused(evidence: Evidence) -> list[Quote]:
+    """Connection errors raised by a job-submission client: its traceback runs through Ray's submission SDK, or
+    it follows the line naming the dashboard address it was about to call with no successful submission between
+    (a job's own connection errors, printed after `submitted successfully`, are not the dashboard's)."""
+    return [
+        exception.quote
+        for exception in evidence.exceptions
+        if exception.short_type in _CONNECTION_ERRORS
+        and (_through_submission_client(exception) or _while_submitting(evidence, exception.quote))
+    ]
+
+
+def _through_submission_client(exception: PythonException) -> bool:
+    return any(part in frame.file for frame in exception.frames for part in _SUBMISSION_CLIENT_FILES)
+
+
+def _while_submitting(evidence: Evidence, at: Quote) -> bool:
+    def before(signal: Signal, after_line: int = 0) -> bool:
+        return signal.quote.source == at.source and after_line < signal.quote.line < at.line
+
+    named = [signal.quote.line for signal in evidence.of(ray_log.JOB_SUBMIT_ADDRESS) if before(signal)]
+    return bool(named) and not any(before(signal, max(named)) for signal in evidence.of(ray_log.JOB_SUBMITTED))
+
+
 def _dashboard(evidence: Evidence) -> Finding | None:
     signals = evidence.of(ray_log.DASHBOARD_UNREACHABLE)
-    collector = _collector_quotes(evidence, _DASHBOARD_SOURCES)
+    refused = _submission_refused(evidence)
+    crashed = [
+        exception.quote
+        for exception in evidence.exceptions
+        if exception.frames and _DASHBOARD_MAIN.search(exception.frames[0].file)
+    ]
+    collector = [*_collector_quotes(evidence, _DASHBOARD_SOURCES), *refused, *crashed]
     if not signals and not collector:
         return None
-    submission_failed = any("Failed to connect to Ray at address" in signal.quote.text for signal in signals)
+    submission_failed = bool(refused) or any(
+        "Failed to connect to Ray at address" in signal.quote.text for signal in signals
+    )
     detail = (
         f"The Ray dashboard (port 8265) could not be reached{where(signals)}. Check that the head pod is "
         "Running and its dashboard started (dashboard.log on the head), that the head service exposes "

@@ -1,0 +1,63 @@
+"""The services rule: how fatal an MLflow failure is, and which connection errors are the Ray dashboard's."""
+
+from pathlib import Path
+
+from diagnosers.engine import diagnose_path
+from diagnosers.findings import DASHBOARD_UNREACHABLE, MLFLOW_UNREACHABLE, Severity
+
+SUBMIT = 'RAY_ADDRESS="http://10.0.0.4:8265" ray job submit --working-dir ./ -- python train.py'
+REFUSED = [
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/urllib3/connection.py", line 198, in _new_conn',
+    "    sock = connection.create_connection(",
+    "ConnectionRefusedError: [Errno 111] Connection refused",
+]
+
+
+def findings(tmp_path: Path, *lines: str) -> dict:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "job.log").write_text("\n".join(lines) + "\n")
+    return {found.id: found for found in diagnose_path(tmp_path).findings}
+
+
+def test_a_retry_warning_naming_a_timeout_is_not_fatal(tmp_path):
+    found = findings(
+        tmp_path,
+        "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=5, read=4, redirect=5, status=5)) after "
+        "connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='mlflow.example.com', port=443): Read "
+        "timed out. (read timeout=120)\")': /api/2.0/mlflow/runs/log-metric",
+        "[Epoch 11] loss: 257.423",
+    )
+    assert found[MLFLOW_UNREACHABLE].severity == Severity.WARNING
+
+
+def test_a_raised_mlflow_exception_line_is_fatal(tmp_path):
+    found = findings(
+        tmp_path,
+        "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create failed "
+        "with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded with url: "
+        "/api/2.0/mlflow/runs/create (Caused by ResponseError('too many 500 error responses'))",
+    )
+    assert found[MLFLOW_UNREACHABLE].severity == Severity.CRITICAL
+
+
+def test_a_connection_error_while_submitting_is_the_dashboard(tmp_path):
+    found = findings(tmp_path, SUBMIT, *REFUSED)
+    assert found[DASHBOARD_UNREACHABLE].severity == Severity.CRITICAL
+    assert any("ConnectionRefusedError" in quote.text for quote in found[DASHBOARD_UNREACHABLE].evidence)
+
+
+def test_a_connection_error_after_the_job_was_submitted_is_not_the_dashboard(tmp_path):
+    found = findings(tmp_path, SUBMIT, "Job 'raysubmit_x1' submitted successfully", *REFUSED)
+    assert DASHBOARD_UNREACHABLE not in found
+
+
+def test_the_dashboard_process_traceback_is_the_dashboard_dying(tmp_path):
+    found = findings(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/site-packages/ray/dashboard/dashboard.py", line 30, in <module>',
+        "    import grpc",
+        "ModuleNotFoundError: No module named 'grpc'",
+    )
+    assert DASHBOARD_UNREACHABLE in found
