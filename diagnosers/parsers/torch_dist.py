@@ -61,12 +61,18 @@ PATTERNS = (
             "failed to listen on",
             "DistNetworkError",
             "store based barrier",
+            "to any network address",
+            "host not found",
+            "RuntimeError: Connection",
+            "RuntimeError: Address already in use",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
         r"|[Rr]endezvous\b.*\b(?:fail\w*|timed out|error)\b.*"
         r"|Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined.*"
-        r"|socket has timed out after \d+ms while trying to connect to.*"
+        r"|socket has timed out after \d+m?s while trying to connect to.*"
+        r"|failed to connect to any network address.*|\bhost not found: .*"
+        r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)\s*$"
         r"|failed to listen on any local network address.*"
         r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*)",
         [
@@ -78,6 +84,12 @@ PATTERNS = (
             "connect to (10.0.0.1, 29500).",
             "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
             "MASTER_ADDR expected, but not set",
+            "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of "
+            "(6841231, 47389).",
+            "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to "
+            "(IP1, 2222).",
+            "ValueError: host not found: Name or service not known",
+            "RuntimeError: Connection timed out",
         ],
     ),
     pattern(
