@@ -3,7 +3,7 @@
 These say that something failed without saying why; the unrecognised rule quotes them when no
 other rule knows the cause. A process killed by a signal says a little more (the workers rule
 reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its agent's
-`SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
+`Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
 subprocess's `died with <Signals.SIGKILL: 9>`. An exit code of -15 is left out: the elastic agent
 sends SIGTERM to the surviving ranks once one has failed, so it names no cause.
 
@@ -48,9 +48,17 @@ PATTERNS = (
     ),
     pattern(
         KILLED_BY_SIGNAL,
-        ["exitcode", "received by PID", "got signal:", "exits with return code", "died with <Signals."],
+        [
+            "exitcode",
+            "received by PID",
+            "got signal:",
+            "death signal",
+            "exits with return code",
+            "died with <Signals.",
+        ],
         r"(?:(?:failed \(exitcode: |exitcode\s*: |exits with return code = )-(?!15\b)"
         r"|SignalException: Process \d+ got signal: |Signal (?=\d+ \(SIG\w+\) received by PID)"
+        r"|Received (?=\d+ death signal)"
         r"|died with <Signals\.SIG\w+: )(?P<signal>\d+)",
         [
             "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
@@ -58,6 +66,7 @@ PATTERNS = (
             "  exitcode  : -11 (pid: 3309)",
             "  traceback : Signal 9 (SIGKILL) received by PID 14750",
             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 1",
+            "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
             "'main.py'] exits with return code = -9",
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
