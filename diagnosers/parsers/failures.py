@@ -5,7 +5,8 @@ other rule knows the cause. A process killed by a signal says a little more (the
 reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its agent's
 `Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
 subprocess's `died with <Signals.SIGKILL: 9>`. An exit code of -15 is left out: the elastic agent
-sends SIGTERM to the surviving ranks once one has failed, so it names no cause.
+sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
+is a person pressing Ctrl-C, not a worker dying.
 
 `non-fatal` and `not fatal` are not fatal lines. `Fatal Python error` and
 `exit code 139` are left to kernel.PROCESS_CRASH, which shares their first word: the scanner's regex
@@ -59,7 +60,7 @@ PATTERNS = (
         r"(?:(?:failed \(exitcode: |exitcode\s*: |exits with return code = )-(?!15\b)"
         r"|SignalException: Process \d+ got signal: |Signal (?=\d+ \(SIG\w+\) received by PID)"
         r"|Received (?=\d+ death signal)"
-        r"|died with <Signals\.SIG\w+: )(?P<signal>\d+)",
+        r"|died with <Signals\.SIG\w+: )(?!2\b)(?P<signal>\d+)",
         [
             "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
             "(exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python",
