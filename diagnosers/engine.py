@@ -90,7 +90,7 @@ def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
     found_by_rules = [found for rule in rules for found in _run(rule, evidence)]
-    findings = _without_needless_fallbacks(_without_unrecognised_when_explained(found_by_rules))
+    findings = _without_unrecognised_when_explained(found_by_rules)
     _demote_consequences(findings)
     if evidence.meta.did_not_fail:
         _demote_critical(findings)
@@ -105,11 +105,6 @@ def _run(rule: Rule, evidence: Evidence) -> list[Finding]:
         if one.id not in rule.emits:
             raise RuleContractError(f"rule {rule.name} emitted {one.id}, which it does not declare")
     return found
-
-
-def _without_needless_fallbacks(findings: list[Finding]) -> list[Finding]:
-    explained = any(found.severity is Severity.CRITICAL and not found.fallback for found in findings)
-    return [found for found in findings if not (found.fallback and explained)]
 
 
 def _without_unrecognised_when_explained(findings: list[Finding]) -> list[Finding]:

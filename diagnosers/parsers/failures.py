@@ -1,7 +1,14 @@
 """Generic failure lines: a fatal log line, or a process that recorded a non-zero exit.
 
 These say that something failed without saying why; the unrecognised rule quotes them when no
-other rule knows the cause. `non-fatal` and `not fatal` are not fatal lines. `Fatal Python error` and
+other rule knows the cause. A process killed by a signal says a little more (the workers rule
+reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its agent's
+`Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
+subprocess's `died with <Signals.SIGKILL: 9>`. An exit code of -15 is left out: the elastic agent
+sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
+is a person pressing Ctrl-C, not a worker dying.
+
+`non-fatal` and `not fatal` are not fatal lines. `Fatal Python error` and
 `exit code 139` are left to kernel.PROCESS_CRASH, which shares their first word: the scanner's regex
 fallback reports one needle where two start at the same place.
 """
@@ -12,6 +19,7 @@ from diagnosers.parsers.signals import pattern
 
 FATAL_LINE = "failure.fatal-line"
 NONZERO_EXIT = "failure.nonzero-exit"
+KILLED_BY_SIGNAL = "failure.killed-by-signal"
 
 PATTERNS = (
     pattern(
@@ -27,13 +35,42 @@ PATTERNS = (
     ),
     pattern(
         NONZERO_EXIT,
-        ["exit code", "exit status", "exited with code", "exitcode", "Exit code"],
-        r"(?i:exit(?:ed with)? ?(?:code|status)|exitcode)\s*[:=]?\s*(?P<code>-?(?!139\b)[1-9]\d*)\b",
+        ["exit code", "exit status", "exited with code", "exitcode", "Exit code", "exits with return code"],
+        r"(?i:exit(?:ed with)? ?(?:code|status)|exitcode|exits with return code)"
+        r"\s*[:=]?\s*(?P<code>-?(?!139\b)[1-9]\d*)\b",
         [
             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: exitcode  : 1 (pid: 4711)",
             "  exitcode  : 1 (pid: 4711)",
             "Job 'raysubmit_Q2' exited with code 1",
             "subprocess.CalledProcessError: Command '['python', 'prep.py']' returned non-zero exit status 2.",
+            "[2024-03-04 10:00:01,100] [ERROR] [launch.py:321:sigkill_handler] ['python', 'train.py'] exits with "
+            "return code = 1",
+        ],
+    ),
+    pattern(
+        KILLED_BY_SIGNAL,
+        [
+            "exitcode",
+            "received by PID",
+            "got signal:",
+            "death signal",
+            "exits with return code",
+            "died with <Signals.",
+        ],
+        r"(?:(?:failed \(exitcode: |exitcode\s*: |exits with return code = )-(?!15\b)"
+        r"|SignalException: Process \d+ got signal: |Signal (?=\d+ \(SIG\w+\) received by PID)"
+        r"|Received (?=\d+ death signal)"
+        r"|died with <Signals\.SIG\w+: )(?!2\b)(?P<signal>\d+)",
+        [
+            "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+            "(exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python",
+            "  exitcode  : -11 (pid: 3309)",
+            "  traceback : Signal 9 (SIGKILL) received by PID 14750",
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 1",
+            "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
+            "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+            "'main.py'] exits with return code = -9",
+            "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
 )

@@ -1,4 +1,4 @@
-"""Ray's own messages: the memory monitor, dead actors and workers, jobs, demands, the dashboard."""
+"""Ray's own messages: the memory monitor, dead actors, workers and raylets, jobs, demands, the dashboard."""
 
 from __future__ import annotations
 
@@ -63,8 +63,12 @@ PATTERNS = (
             "Worker exit type: SYSTEM_ERROR",
             "worker process has died",
             "Workers crashed due to other reasons",
+            "LocalRayletDiedError",
+            "RayletError",
+            "local raylet died",
         ],
-        r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError)\b"
+        r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
+        r"|The task's local raylet died"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
         r"|\b[1-9]\d* Workers crashed due to other reasons)",
@@ -74,6 +78,9 @@ PATTERNS = (
             "troubleshoot the problem, check the logs for the dead worker.",
             "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "
             "exits with a connection error code 2.",
+            "ray.exceptions.LocalRayletDiedError: The task's local raylet died. Check raylet.out for more information.",
+            "(pid=41720) ray.exceptions.RayletError: The Raylet died with this message: [RayletClient] Raylet "
+            "connection closed.",
         ],
     ),
     pattern(

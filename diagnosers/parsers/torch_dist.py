@@ -19,6 +19,10 @@ RENDEZVOUS_FAILED = "torch.rendezvous-failed"
 ENV_NOT_SET = "torch.env-not-set"
 INVALID_RANK = "torch.invalid-rank"
 
+# What torchrun/torch.distributed.launch export; a script that reads os.environ[...] without a launcher
+# raises KeyError on the first one.
+_LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
 PATTERNS = (
     pattern(
         COLLECTIVE_TIMEOUT,
@@ -82,12 +86,19 @@ PATTERNS = (
             "failed to listen on",
             "DistNetworkError",
             "store based barrier",
+            "to any network address",
+            "host not found",
+            "RuntimeError: Connection",
+            "RuntimeError: Address already in use",
+            "Unable to find address for",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
         r"|[Rr]endezvous\b.*\b(?:fail\w*|timed out|error)\b.*"
         r"|Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined.*"
-        r"|socket has timed out after \d+ms while trying to connect to.*"
+        r"|socket has timed out after \d+m?s while trying to connect to.*"
+        r"|failed to connect to any network address.*|\bhost not found: .*|Unable to find address for: .*"
+        r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)\s*$"
         r"|failed to listen on any local network address.*"
         r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*)",
         [
@@ -99,15 +110,25 @@ PATTERNS = (
             "connect to (10.0.0.1, 29500).",
             "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
             "MASTER_ADDR expected, but not set",
+            "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of "
+            "(6841231, 47389).",
+            "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to "
+            "(IP1, 2222).",
+            "ValueError: host not found: Name or service not known",
+            "RuntimeError: Connection timed out",
+            "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:127] rp != nullptr. "
+            "Unable to find address for: dgx-1.ai",
         ],
     ),
     pattern(
         ENV_NOT_SET,
-        ["expected, but not set"],
-        r"environment variable (?P<variable>\w+) expected, but not set",
+        ["expected, but not set", *(f"KeyError: '{name}'" for name in _LAUNCHER_VARIABLES)],
+        r"environment variable (?P<variable>\w+) expected, but not set"
+        rf"|KeyError: '(?P<key>{'|'.join(_LAUNCHER_VARIABLES)})'",
         [
             "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK "
-            "expected, but not set"
+            "expected, but not set",
+            "KeyError: 'RANK'",
         ],
     ),
     pattern(

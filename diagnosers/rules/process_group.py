@@ -24,7 +24,8 @@ def check(evidence: Evidence) -> list[Finding]:
     if not signals:
         return []
     if missing:
-        cause = f"{first_attr(missing, 'variable')} is not set in the worker's environment"
+        variable = first_attr(missing, "variable") or first_attr(missing, "key")
+        cause = f"{variable} is not set in the worker's environment"
         fix = "Launch through Ray Train/torchrun, which set MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE."
     elif duplicate:
         cause = "two ranks picked the same GPU, so LOCAL_RANK/CUDA_VISIBLE_DEVICES is wrong"

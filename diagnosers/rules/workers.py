@@ -1,19 +1,32 @@
 """Workers that died: DataLoader workers (usually /dev/shm), and Ray workers or actors.
 
 Reads: PyTorch DataLoader worker errors, Ray's dead actor/worker/node messages, crashed
-processes (segfault, SIGABRT), CrashLoopBackOff and non-memory evictions, and, when the job
-failed with nothing more specific, the Python exception that ended it.
+processes (segfault, SIGABRT), launchers' reports of a child killed by a signal, CrashLoopBackOff
+and non-memory evictions. A failed job whose only evidence is a Python exception is not a dead
+worker: no cause is known, and the unrecognised rule quotes it.
 """
 
 from __future__ import annotations
 
+import signal as signals_module
+
 from diagnosers.evidence import Evidence
 from diagnosers.findings import DATALOADER_CRASH, WORKER_DIED, Finding, Severity
-from diagnosers.parsers import cuda, k8s_text, kernel, ray_log
+from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
+from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, where
 
 EMITS = (DATALOADER_CRASH, WORKER_DIED)
+
+_SIGNAL_MEANINGS = {
+    "SIGKILL": " (usually the host OOM killer, or a scheduler that stopped the pod)",
+    "SIGSEGV": " (a segfault in native code: a CUDA extension, a data library, a driver mismatch)",
+    "SIGBUS": " (usually /dev/shm too small for shared tensors)",
+    "SIGABRT": " (a native abort: NCCL's watchdog after a timeout, or a failed C++ check)",
+    "SIGHUP": " (the terminal that started it closed: run it under nohup, tmux or a job scheduler)",
+    "SIGTERM": " (stopped from outside: preemption, a scheduler's time limit or a cancelled job)",
+}
 
 # Exceptions that only report that a job or worker failed, not why.
 _WRAPPER_TYPES = frozenset({"RayTaskError", "RayActorError", "ActorDiedError", "TrainingFailedError", "RuntimeError"})
@@ -44,30 +57,32 @@ def _dataloader(evidence: Evidence) -> Finding | None:
 def _worker_died(evidence: Evidence) -> Finding | None:
     died = evidence.of(ray_log.ACTOR_DIED, ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP)
     evicted = [signal for signal in evidence.of(k8s_text.EVICTED) if "memory" not in signal.quote.text]
-    signals = [*died, *evicted]
-    ending = _ending_exception(evidence)
-    if not signals and ending is None:
+    killed = evidence.of(failures.KILLED_BY_SIGNAL)
+    signals = [*died, *evicted, *killed]
+    if not signals:
         return None
-    if signals:
-        detail = (
-            f"A Ray worker or actor died{where(signals)}. Read the dead worker's own log (ray logs "
-            "worker-*.err on its node) for the first error; common causes are a segfault in a native "
-            "extension, the node being preempted or evicted, and an exception in the training loop."
-        )
-        quotes = [ending.quote] if ending else []
-        return finding(WORKER_DIED, Severity.CRITICAL, 0.7, "Ray worker died", detail, signals, quotes)
-    assert ending is not None
-    frame = ending.last_frame
-    place = f" in {frame.function} ({frame.file}:{frame.line})" if frame else ""
+    ending = _ending_exception(evidence)
     detail = (
-        f"The job failed with {ending.short_type}: {ending.message[:200]}{place}. No known infrastructure "
-        "cause was found: this looks like an error in the training code or its inputs."
+        f"A worker process died{where(signals)}{_signal_cause(killed)}. Read the dead worker's own log (ray logs "
+        "worker-*.err on its node, or the rank's output above torchrun's summary) for the first error; common "
+        "causes are a segfault in a native extension, the node being preempted or evicted, the host OOM killer "
+        "and an exception in the training loop."
     )
-    found = finding(
-        WORKER_DIED, Severity.CRITICAL, 0.5, "Training code raised an exception", detail, [], [ending.quote]
-    )
-    found.fallback = True
-    return found
+    quotes = [ending.quote] if ending else []
+    return finding(WORKER_DIED, Severity.CRITICAL, 0.7, "Worker process died", detail, signals, quotes)
+
+
+def _signal_cause(killed: list[Signal]) -> str:
+    """What the signal that killed it usually means; only the launcher's exit codes carry one."""
+    numbers = [int(signal.get("signal")) for signal in killed if signal.get("signal").isdigit()]
+    if not numbers:
+        return ""
+    number = numbers[0]
+    try:
+        name = signals_module.Signals(number).name
+    except ValueError:
+        return f": it was killed by signal {number}"
+    return f": it was killed by {name}" + _SIGNAL_MEANINGS.get(name, "")
 
 
 def _ending_exception(evidence: Evidence) -> PythonException | None:

@@ -141,9 +141,8 @@ LOG_CASES = {
     "worker-died": [
         {"logs/driver.log": "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task."},
         {
-            "bundle.json": '{"status": "FAILED"}',
-            "logs/driver.log": 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
-            "    main()\nKeyError: 'labels'\n",
+            "logs/torchrun.log": "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) "
+            "local_rank: 3 (pid: 812917) of binary: /usr/bin/python"
         },
     ],
     "mlflow-unreachable": [
@@ -390,6 +389,30 @@ def test_a_failed_job_with_an_unknown_error_quotes_the_fatal_line_and_the_except
         (8, "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"),
     ]
     assert {quote.source for quote in found.evidence} == {"logs/driver.log"}
+
+
+def test_a_failed_job_with_only_a_python_exception_claims_no_dead_worker(tmp_path):
+    files = {
+        "bundle.json": '{"status": "FAILED"}',
+        "logs/driver.log": 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "    main()\nKeyError: 'labels'\n",
+    }
+    diagnosis, found = unrecognised(tmp_path, files)
+    assert [one.id for one in diagnosis.findings] == ["unrecognised-error"]
+    assert found is not None and found.severity == "critical"
+
+
+@pytest.mark.parametrize(("code", "meaning"), [("-9", "SIGKILL"), ("-11", "SIGSEGV"), ("-7", "SIGBUS")])
+def test_a_child_killed_by_a_signal_is_a_dead_worker_named_by_its_signal(tmp_path, code, meaning):
+    log = f"  rank      : 0 (local_rank: 0)\n  exitcode  : {code} (pid: 14750)\n"
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/torchrun.log": log})))
+    assert diagnosis.findings[0].id == "worker-died" and meaning in diagnosis.findings[0].detail
+
+
+def test_the_sigterm_the_agent_sends_to_surviving_ranks_is_no_dead_worker(tmp_path):
+    log = "  exitcode  : -15 (pid: 14751)\n"
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/torchrun.log": log})))
+    assert [one.id for one in diagnosis.findings] == ["unrecognised-error"]
 
 
 def test_a_non_zero_exit_alone_makes_it_critical(tmp_path):
