@@ -15,6 +15,7 @@ CHANNEL = "nccl.channel"
 ENV_DISABLED = "nccl.env-disabled"
 IB_DEVICE = "nccl.ib-device"
 INIT_COMPLETE = "nccl.init-complete"
+COMM_NODES = "nccl.comm-nodes"
 FAST_NET_MISSING = "nccl.fast-net-missing"
 SOCKET_INTERFACE = "nccl.socket-interface"
 NETWORK_WARN = "nccl.network-warn"
@@ -30,19 +31,23 @@ PATTERNS = (
     ),
     pattern(
         NETWORK,
-        ["Using network"],
-        r"NCCL INFO Using network (?P<network>[\w ./-]+?)\s*$",
+        ["Using network", "Using internal Network"],
+        # NCCL 2.3 said `Using internal Network Socket`; 2.4+ says `Using network Socket`.
+        r"NCCL INFO Using (?:internal )?[Nn]etwork (?P<network>[\w ./-]+?)\s*$",
         [
             "gpu-a:1:1 [0] NCCL INFO Using network Socket",
+            "gpu2:46654:46654 [0] NCCL INFO Using internal Network Socket",
             "(RayTrainWorker pid=77, ip=10.0.0.3) gpu-b:9:9 [1] NCCL INFO Using network AWS Libfabric",
         ],
     ),
     pattern(
         CHANNEL,
         [" via "],
-        r"NCCL INFO Channel \d+(?:/\d+)?\s*:\s*(?P<src>\d+)\[[\dA-Fa-fx]+\]\s*->\s*(?P<dst>\d+)\[[\dA-Fa-fx]+\]"
-        r"(?:\s*\[(?:send|receive)\])?\s+via\s+(?P<transport>\S+)",
+        # NCCL 2.4 and older print `Ring 00 : 1 -> 0 [receive] via NET/Socket/0`, without bus ids.
+        r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)?\s*:\s*(?P<src>\d+)(?:\[[\dA-Fa-fx]+\])?\s*->\s*"
+        r"(?P<dst>\d+)(?:\[[\dA-Fa-fx]+\])?(?:\s*\[(?:send|receive)\])?\s+via\s+(?P<transport>\S+)",
         [
+            "ZBOX-1:10379:10390 [0] NCCL INFO Ring 00 : 1 -> 0 [receive] via NET/Socket/0",
             "h1:22:30 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
             "h1:22:30 [3] NCCL INFO Channel 01 : 3[3d000] -> 4[3e000] via SHM/direct/direct",
             "h2:7:9 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
@@ -100,6 +105,13 @@ PATTERNS = (
         ["h1:22:30 [0] NCCL INFO comm 0x5581 rank 0 nranks 16 cudaDev 0 busId 1a000 - Init COMPLETE"],
     ),
     pattern(
+        COMM_NODES,
+        ["nNodes"],
+        # NCCL 2.19+ states how many nodes a communicator spans, so one node's paste can show a multi-node job.
+        r"comm \S+ rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)",
+        ["h1:7:9 [0] NCCL INFO comm 0x5639e9f0e8c0 rank 0 nRanks 24 nNodes 3 localRanks 8 localRank 0 MNNVL 0"],
+    ),
+    pattern(
         NETWORK_WARN,
         [
             "NCCL WARN",
@@ -119,14 +131,15 @@ PATTERNS = (
         # connect that NCCL tries again (it fails later with its own line if it never succeeds).
         r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) (?!.*retrying\W*$).*(?P<what>(?i:Connection closed|"
         r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
-        r"Call to (?:connect|recv|send|accept) failed|socket(?:Progress|Poll\w*|StartConnect|FinalizeAccept|"
+        r"Call to (?:connect|recv|send|accept) failed|socket(?:Progress(?:Opt)?|Poll\w*|StartConnect|FinalizeAccept|"
         r"Connect|Accept)\b|Socket recv failed|Socket Timeout|Net : |"
         r"NET/(?!Plugin)\w+\s*:?\s.*(?:error|failed|closed|timeout|unable|couldn't|could not)|ibv_\w+|"
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
         r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
         # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it.
-        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)(?P<cause>socket(?:StartConnect|PollConnect|Progress|FinalizeAccept)\b.*)|"
+        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
+        r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*)|"
         r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)",
         [
             "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
@@ -143,6 +156,7 @@ PATTERNS = (
             "algo-1:1:2 [0] ofi_process_cq:999 NCCL WARN NET/OFI Request completed with error. RC: 21. Error: unknown",
             "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
             "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort",
+            "socketProgressOpt: Call to recv from 10.0.0.4<33759> failed : Connection reset by peer",
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
             "[10.0.0.3]:62110",
         ],

@@ -81,17 +81,17 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     socket_channels = [signal for signal in channels if signal.get("transport").startswith("NET/Socket")]
     socket_networks = [signal for signal in evidence.of(nccl.NETWORK) if signal.get("network") in SLOW_NETWORKS]
     fast_devices = evidence.of(nccl.IB_DEVICE)
-    hosts = _nccl_hosts(evidence) | evidence.nodes
+    nodes = _node_count(evidence)
     sockets = socket_channels or socket_networks
-    fell_back = _fell_back_to_sockets(evidence, hosts)
+    fell_back = _fell_back_to_sockets(evidence, nodes)
     if not sockets and not disabled and not fell_back:
         return None
     if sockets and fast_devices:
         confidence, cause = 0.9, "IB/EFA devices are present, but NCCL moves data over TCP sockets"
     elif sockets and any(signal.get("feature") == "IB" for signal in disabled):
         confidence, cause = 0.9, "NCCL_IB_DISABLE is set, so inter-node traffic goes over TCP sockets"
-    elif sockets and len(hosts) > 1:
-        confidence, cause = 0.75, f"traffic between {len(hosts)} nodes goes over TCP sockets"
+    elif sockets and nodes > 1:
+        confidence, cause = 0.75, f"traffic between {nodes} nodes goes over TCP sockets"
     elif socket_channels:
         confidence, cause = (
             0.7,
@@ -100,7 +100,7 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     elif fell_back:
         confidence, cause = (
             0.75,
-            f"NCCL found no IB/EFA device or network plugin and fell back to TCP sockets between {len(hosts)} nodes",
+            f"NCCL found no IB/EFA device or network plugin and fell back to TCP sockets between {nodes} nodes",
         )
     elif disabled:
         features = sorted({signal.get("feature") for signal in disabled})
@@ -113,6 +113,8 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
         "and remove NCCL_*_DISABLE from the environment unless a known bug needs it."
     )
     evidence_signals: list[Signal] = [*disabled, *socket_networks, *socket_channels, *fell_back, *fast_devices]
+    if nodes > 1 and not socket_channels:
+        evidence_signals += [signal for signal in evidence.of(nccl.COMM_NODES) if int(signal.get("nodes")) > 1][:1]
     return finding(
         NCCL_SLOW_TRANSPORT,
         Severity.WARNING,
@@ -123,12 +125,12 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     )
 
 
-def _fell_back_to_sockets(evidence: Evidence, hosts: set[str]) -> list[Signal]:
+def _fell_back_to_sockets(evidence: Evidence, nodes: int) -> list[Signal]:
     """The lines that show NCCL settled for sockets across nodes when it never says `Using network Socket`:
     no IB device or plugin, or only a `NET/Socket : Using [0]eth0` interface. On one node the job uses P2P/SHM
     and these lines are harmless; any sign of IB/EFA or another network in use rules the fall-back out."""
     net_channels = [signal for signal in evidence.of(nccl.CHANNEL) if signal.get("transport").startswith("NET/")]
-    if len(hosts) < 2 and not net_channels:
+    if nodes < 2 and not net_channels:
         return []
     fast_in_use = (
         evidence.of(nccl.IB_DEVICE)
@@ -138,6 +140,13 @@ def _fell_back_to_sockets(evidence: Evidence, hosts: set[str]) -> list[Signal]:
     if fast_in_use:
         return []
     return [*evidence.of(nccl.FAST_NET_MISSING), *evidence.of(nccl.SOCKET_INTERFACE)]
+
+
+def _node_count(evidence: Evidence) -> int:
+    """Nodes the job spans: distinct hosts in NCCL's line prefixes or the bundle, or what NCCL 2.19+ says itself
+    (`nNodes 2`), which holds when the paste shows only one host's lines."""
+    stated = [int(signal.get("nodes")) for signal in evidence.of(nccl.COMM_NODES)]
+    return max([len(_nccl_hosts(evidence) | evidence.nodes), *stated])
 
 
 def _nccl_hosts(evidence: Evidence) -> set[str]:

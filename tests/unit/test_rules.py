@@ -81,6 +81,11 @@ LOG_CASES = {
             "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
             "node-b:2:2 [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.0.6<0>",
         },
+        {
+            "logs/a.log": "node-a:1:9 [2] NCCL INFO NET/IB : No device found.\n"
+            "node-a:1:9 [2] NCCL INFO Using network Socket\n"
+            "node-a:1:9 [2] NCCL INFO comm 0xafd6da0 rank 10 nRanks 16 nNodes 2 localRanks 8 localRank 2 MNNVL 0",
+        },
     ],
     "gpu-oom": [
         {
@@ -229,6 +234,15 @@ def test_socket_lines_on_one_node_are_not_a_fall_back(tmp_path):
         "logs/a.log": "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
         "node-a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>\n"
         "node-a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
+
+
+def test_socket_network_on_a_communicator_of_one_node_is_not_slow(tmp_path):
+    files = {
+        "logs/a.log": "node-a:1:9 [2] NCCL INFO Using network Socket\n"
+        "node-a:1:9 [2] NCCL INFO comm 0x55a7be570210 rank 2 nRanks 8 nNodes 1 localRanks 8 localRank 2 MNNVL 0"
     }
     diagnosis = diagnose(load_bundle(make(tmp_path, files)))
     assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
