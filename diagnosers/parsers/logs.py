@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from diagnosers.findings import Quote
 from diagnosers.logscan import LogScanner, Needle
-from diagnosers.parsers import cuda, failures, k8s_text, kernel, mlflow_log, nccl, ray_log, torch_dist
+from diagnosers.parsers import cuda, failures, k8s_text, kernel, mlflow_log, nccl, ray_log, step_lines, torch_dist
 from diagnosers.parsers.signals import LinePattern, Signal, common_attrs
 from diagnosers.parsers.tracebacks import HEADER, PythonException, parse_traceback
 
@@ -21,6 +21,7 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
     *k8s_text.PATTERNS,
     *mlflow_log.PATTERNS,
     *failures.PATTERNS,
+    *step_lines.PATTERNS,
 )
 
 

@@ -17,6 +17,7 @@ from diagnosers.rules.measures import (
     TENSOR_ACTIVE,
     GpuReading,
     StepPhases,
+    logged_step_phases,
     reading,
     step_phases,
     utilisation,
@@ -46,12 +47,22 @@ DRAM_ACTIVE_IDLE = 0.10
 # Metrics that agree with the step timings add this much confidence.
 AGREEMENT_BONUS = 0.05
 
+# Training-log lines give the data wait but fold collectives into the rest of the step, so the rest is
+# called computation with less confidence than measured phases (less still when the wait is not negligible),
+# and never against GPU metrics that say the kernels are collectives or that the GPUs sit idle.
+LOGGED_DATA_NEGLIGIBLE = 0.10
+LOGGED_COMPUTE_CONFIDENCE = 0.55
+LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT = 0.45
+
 
 def check(evidence: Evidence) -> list[Finding]:
     phases = step_phases(evidence)
     metric_view = _metric_verdict(evidence)
     if phases is not None:
         return _from_steps(phases, metric_view)
+    logged = logged_step_phases(evidence)
+    if logged is not None:
+        return _from_logged_steps(logged, metric_view)
     if metric_view is not None:
         return [metric_view]
     return []
@@ -108,6 +119,49 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding
                 one.confidence = min(1.0, round(one.confidence + AGREEMENT_BONUS, 2))
                 one.evidence = [*one.evidence, *metric_view.evidence][: len(one.evidence) + 2]
     return found
+
+
+def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding]:
+    """The training loop's own timing lines: the data wait is measured, the rest is not split further."""
+    share = f"{phases.data_share:.0%} of the step time the training loop logged"
+    if phases.data_share >= DATA_SHARE_BOUND:
+        found = finding(
+            IO_BOUND,
+            Severity.WARNING,
+            min(0.85, 0.5 + phases.data_share),
+            "Input-bound: GPUs wait for data",
+            f"Waiting for the next batch takes {share}: the data pipeline, not the model, sets the pace. Raise "
+            "DataLoader num_workers and prefetch_factor, enable pin_memory and persistent_workers, move decoding "
+            "and augmentation off the training loop (DALI, pre-resized images), or stage the data on local disk.",
+            quotes=_most_waiting(phases),
+        )
+    elif metric_view is None or metric_view.id == COMPUTE_BOUND:
+        negligible = phases.data_share < LOGGED_DATA_NEGLIGIBLE
+        found = finding(
+            COMPUTE_BOUND,
+            Severity.INFO,
+            LOGGED_COMPUTE_CONFIDENCE if negligible else LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT,
+            "Compute-bound: the GPUs are the bottleneck",
+            f"Waiting for data takes only {share}; the rest is forward, backward and the optimizer step (these "
+            "lines do not separate gradient all-reduce, which GPU metrics or step timings would). Speed-ups come "
+            "from the model side: mixed precision, channels_last, fused kernels, torch.compile, or more GPUs.",
+            quotes=phases.representative(),
+        )
+    elif metric_view.id == COMM_BOUND:
+        return [metric_view]
+    else:
+        return []
+    if metric_view is not None and metric_view.id == found.id:
+        found.confidence = min(1.0, round(found.confidence + AGREEMENT_BONUS, 2))
+        found.evidence = [*found.evidence, *metric_view.evidence][: len(found.evidence) + 2]
+    return [found]
+
+
+def _most_waiting(phases: StepPhases, limit: int = 3) -> list[Quote]:
+    """The lines that waited longest for data, in log order: what a person checks first."""
+    records = [record for records in phases.per_rank.values() for record in records]
+    picked = sorted(records, key=lambda record: record.data_s, reverse=True)[:limit]
+    return [record.quote for record in sorted(picked, key=lambda record: (record.quote.source, record.quote.line))]
 
 
 def _metric_verdict(evidence: Evidence) -> Finding | None:

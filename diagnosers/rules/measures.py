@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from itertools import pairwise
 
 from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.findings import Quote
+from diagnosers.parsers.signals import Signal
+from diagnosers.parsers.step_lines import DATALOADER_ACTIONS, EPOCH_ACTION, PROFILER_ROW, STEP_TIMING
 
 # Utilisation in percent (0-100) or as a ratio (0-1), most direct first.
 UTILISATION_METRICS: tuple[tuple[str, float], ...] = (
@@ -25,6 +28,8 @@ DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 
+# Running means are printed to 3 or 4 decimals: differencing them may dip this far below zero.
+ROUNDING_S = 0.05
 # The first tenth of a run is start-up (data loader warm-up, NCCL init, compilation): left out.
 WARMUP_SHARE = 0.1
 
@@ -94,6 +99,8 @@ class StepPhases:
     comm_s: float
     steps: int
     per_rank: dict[int, list[StepRecord]]
+    # False for phases read from training-log lines: they give the data wait but not the collectives' time.
+    comm_measured: bool = True
 
     @property
     def data_share(self) -> float:
@@ -140,3 +147,95 @@ def step_phases(evidence: Evidence) -> StepPhases | None:
         steps=len(records),
         per_rank=per_rank,
     )
+
+
+def logged_step_phases(evidence: Evidence) -> StepPhases | None:
+    """Step phases from the timing lines training loops print (parsers.step_lines): data wait against step time.
+
+    Each log (and each rank within one) is a stream of its own. Where a line prints the epoch's running means,
+    two lines give the exact means between them, so the first batch's worker start-up drops out; otherwise
+    the first tenth of a stream's lines (at least the first of three or more) is left out as warm-up.
+    """
+    streams: dict[tuple[str, str], list[Signal]] = {}
+    for signal in evidence.of(STEP_TIMING):
+        streams.setdefault((signal.quote.source, signal.get("rank")), []).append(signal)
+    per_rank = {
+        number: records
+        for number, records in enumerate(
+            [_stream_records(signals) for signals in streams.values()] + _profiler_records(evidence)
+        )
+        if records
+    }
+    if not per_rank:
+        return None
+    records = [record for rank_records in per_rank.values() for record in rank_records]
+    return StepPhases(
+        step_s=sum(record.step_s for record in records),
+        data_s=sum(min(record.data_s, record.step_s) for record in records),
+        comm_s=0.0,
+        steps=len(records),
+        per_rank=per_rank,
+        comm_measured=False,
+    )
+
+
+def _stream_records(signals: list[Signal]) -> list[StepRecord]:
+    between = _between_running_means(signals)
+    if between:
+        return between
+    records = [
+        StepRecord(number, float(signal.get("step_s")), float(signal.get("data_s")), 0.0, None, signal.quote)
+        for number, signal in enumerate(signals)
+        if signal.get("index") != "0" and float(signal.get("step_s")) > 0
+    ]
+    skip = max(int(len(records) * WARMUP_SHARE), 1 if len(records) >= 3 else 0)
+    return records[skip:]
+
+
+def _between_running_means(signals: list[Signal]) -> list[StepRecord]:
+    """Per-step means between consecutive lines of one epoch, from the running means and batch indices.
+
+    Older loops print the 0-based index of the batch just done, newer ones the count done; of the two readings,
+    the one that agrees better with the batches' own times is taken. Means that do not difference into
+    non-negative times (a meter never reset between epochs) are not running means of the epoch: no records.
+    """
+    if not all(signal.get("index") and signal.get("step_avg") and signal.get("data_avg") for signal in signals):
+        return []
+    readings = [_differenced(signals, done_offset) for done_offset in (0, 1)]
+    best = min(readings, key=lambda records: sum(gap for _, gap in records))
+    if not best or any(record.step_s <= 0 or record.data_s < -ROUNDING_S for record, _ in best):
+        return []
+    for record, _ in best:
+        record.data_s = max(0.0, record.data_s)
+    return [record for record, _ in best]
+
+
+def _differenced(signals: list[Signal], done_offset: int) -> list[tuple[StepRecord, float]]:
+    """(record, distance from the later line's own batch time) for each pair of lines of one epoch."""
+    found = []
+    for before, after in pairwise(signals):
+        first, last = int(before.get("index")) + done_offset, int(after.get("index")) + done_offset
+        if last <= first:
+            continue
+        step_s = (float(after.get("step_avg")) * last - float(before.get("step_avg")) * first) / (last - first)
+        data_s = (float(after.get("data_avg")) * last - float(before.get("data_avg")) * first) / (last - first)
+        gap = abs(step_s - float(after.get("step_s"))) + abs(data_s - float(after.get("data_s")))
+        found.append((StepRecord(last, step_s, data_s, 0.0, None, after.quote), gap))
+    return found
+
+
+def _profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
+    """Lightning's SimpleProfiler: the dataloader's total time against the training epochs', one record a report."""
+    by_source: dict[str, list[Signal]] = {}
+    for signal in evidence.of(PROFILER_ROW):
+        by_source.setdefault(signal.quote.source, []).append(signal)
+    found = []
+    for rows in by_source.values():
+        epoch = [row for row in rows if row.get("action").endswith(EPOCH_ACTION)]
+        loading = [row for row in rows if row.get("action").endswith(DATALOADER_ACTIONS)]
+        if epoch and loading:
+            epoch_s = float(epoch[0].get("total_s"))
+            data_s = sum(float(row.get("total_s")) for row in loading)
+            if epoch_s > 0:
+                found.append([StepRecord(0, epoch_s, data_s, 0.0, None, loading[0].quote)])
+    return found
