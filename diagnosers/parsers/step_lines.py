@@ -4,7 +4,8 @@ The loops people run print the data wait beside the step time: the PyTorch Image
 its many copies (`Time  2.103 ( 2.301)  Data  1.912 ( 2.004)`: this batch, then the epoch's running
 mean), timm (`Time: 0.512s, ... Data: 0.401 (0.398)`), mmcv, mmengine and detectron2 (`time: 1.234,
 data_time: 0.987`: means over the logging window), torchvision's references and the DETR/DeiT/MAE
-family (`time: 1.2345  data: 0.9876`), and Lightning's SimpleProfiler table, whose dataloader row
+family (`time: 1.2345  data: 0.9876`), YOLOX (`iter_time: 1.599s, data_time: 0.003s`), LeRobot (`updt_s:0.302
+data_s:13.330`: the update and the wait, apart), and Lightning's SimpleProfiler table, whose dataloader row
 is set against the training epoch's. Evaluation lines are left out: no backward pass, so their
 share says nothing about training. Rules turn the signals into step phases (rules.measures).
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from diagnosers.parsers.signals import pattern
 
-# One line of a training loop: step_s and data_s in seconds, with the running means where printed.
+# One line of a training loop: data_s and step_s (or compute_s, the step without the wait) in seconds, with the
+# running means where printed.
 STEP_TIMING = "step.timing"
 # One row of Lightning's SimpleProfiler report: an action and its total seconds.
 PROFILER_ROW = "step.profiler-row"
@@ -52,7 +54,7 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["data_time: "],
-        _NOT_EVALUATION + rf".*?\btime: (?P<step_s>{_NUMBER}),?\s+(?:last_time: {_NUMBER}\s+)?"
+        _NOT_EVALUATION + rf".*?(?:\b|iter_)time: (?P<step_s>{_NUMBER})s?,?\s+(?:last_time: {_NUMBER}\s+)?"
         rf"data_time: (?P<data_s>{_NUMBER})",
         [
             "2020-05-08 18:33:04,627 - mmdet - INFO - Epoch [1][50/7517]\tlr: 0.00125, eta: 4:57:01, time: 0.594, "
@@ -61,15 +63,28 @@ PATTERNS = (
             "time: 1.2340  data_time: 0.9870  memory: 3456  loss: 1.8",
             "[11/20 10:00:00 d2.utils.events]:  eta: 1 day, 1:00:00  iter: 19  total_loss: 2.046  time: 0.5123  "
             "last_time: 0.4991  data_time: 0.4011  last_data_time: 0.3870  lr: 0.000400  max_mem: 2604M",
+            "2023-05-25 09:08:45.291 | INFO     | yolox.core.trainer:after_iter:282 - epoch: 1/20, iter: 190/1051, gpu "
+            "mem: 20839Mb, mem: 46.8Gb, iter_time: 1.599s, data_time: 0.003s, total_loss: 4.2, lr: 1.634e-04",
+        ],
+    ),
+    pattern(
+        STEP_TIMING,
+        ["data_s:"],
+        rf"\bupdt_s:(?P<compute_s>{_NUMBER}) data_s:(?P<data_s>{_NUMBER})",
+        [
+            "INFO 2025-07-11 08:20:13 ts/train.py:232 step:9 smpl:576 ep:2 epch:0.00 loss:1.051 grdn:4.482 lr:1.8e-06 "
+            "updt_s:0.302 data_s:13.330",
         ],
     ),
     pattern(
         STEP_TIMING,
         ["  data: "],
-        _NOT_EVALUATION + rf".*?\btime: (?P<step_s>{_NUMBER})\s+data: (?P<data_s>{_NUMBER})",
+        _NOT_EVALUATION + rf".*?\btime: (?P<step_s>{_NUMBER})(?:\s+\({_NUMBER}\))?\s+data: (?P<data_s>{_NUMBER})",
         [
             "Epoch: [0]  [  10/5004]  eta: 1 day, 10:44:23  lr: 0.100000  img/s: 402.1  loss: 6.9078 (6.9078)  "
             "time: 0.6364  data: 0.4011  max mem: 8340",
+            "INFO: eta: 11:25:34  iter: 1420  loss: 1.3347 (1.4339)  time: 0.5229 (0.4644)  data: 0.0149 (0.0179)  "
+            "cpu2cuda: 0.1155 (0.1139)  forward: 0.2449 (0.2222)  backward: 0.0855 (0.0864)  lr: 0.020000  max mem: 3273",
         ],
     ),
     pattern(

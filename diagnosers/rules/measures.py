@@ -184,12 +184,18 @@ def _stream_records(signals: list[Signal]) -> list[StepRecord]:
     if between:
         return between
     records = [
-        StepRecord(number, float(signal.get("step_s")), float(signal.get("data_s")), 0.0, None, signal.quote)
+        StepRecord(number, _step_s(signal), float(signal.get("data_s")), 0.0, None, signal.quote)
         for number, signal in enumerate(signals)
-        if signal.get("index") != "0" and float(signal.get("step_s")) > 0
+        if signal.get("index") != "0" and _step_s(signal) > 0
     ]
     skip = max(int(len(records) * WARMUP_SHARE), 1 if len(records) >= 3 else 0)
     return records[skip:]
+
+
+def _step_s(signal: Signal) -> float:
+    if signal.get("compute_s"):
+        return float(signal.get("compute_s")) + float(signal.get("data_s"))
+    return float(signal.get("step_s"))
 
 
 def _between_running_means(signals: list[Signal]) -> list[StepRecord]:
