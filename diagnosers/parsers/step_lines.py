@@ -84,7 +84,7 @@ PATTERNS = (
             "Epoch: [0]  [  10/5004]  eta: 1 day, 10:44:23  lr: 0.100000  img/s: 402.1  loss: 6.9078 (6.9078)  "
             "time: 0.6364  data: 0.4011  max mem: 8340",
             "INFO: eta: 11:25:34  iter: 1420  loss: 1.3347 (1.4339)  time: 0.5229 (0.4644)  data: 0.0149 (0.0179)  "
-            "cpu2cuda: 0.1155 (0.1139)  forward: 0.2449 (0.2222)  backward: 0.0855 (0.0864)  lr: 0.020000  max mem: 3273",
+            "cpu2cuda: 0.1155 (0.1139)  forward: 0.2449 (0.2222)  lr: 0.020000  max mem: 3273",
         ],
     ),
     pattern(
