@@ -4,10 +4,11 @@ The loops people run print the data wait beside the step time: the PyTorch Image
 its many copies (`Time  2.103 ( 2.301)  Data  1.912 ( 2.004)`: this batch, then the epoch's running
 mean), timm (`Time: 0.512s, ... Data: 0.401 (0.398)`), mmcv, mmengine and detectron2 (`time: 1.234,
 data_time: 0.987`: means over the logging window), torchvision's references and the DETR/DeiT/MAE
-family (`time: 1.2345  data: 0.9876`), YOLOX (`iter_time: 1.599s, data_time: 0.003s`), LeRobot (`updt_s:0.302
-data_s:13.330`: the update and the wait, apart), and Lightning's SimpleProfiler table, whose dataloader row
-is set against the training epoch's. Evaluation lines are left out: no backward pass, so their
-share says nothing about training. Rules turn the signals into step phases (rules.measures).
+family (`time: 1.2345  data: 0.9876`), Dassl and the CoOp family (`time 0.869 (0.869)  data 0.758
+(0.758)`), YOLOX (`iter_time: 1.599s, data_time: 0.003s`), LeRobot (`updt_s:0.302 data_s:13.330`: the
+update and the wait, apart), and Lightning's SimpleProfiler table, whose dataloader row is set against
+the training epoch's. Evaluation lines are left out: no backward pass, so their share says nothing
+about training. Rules turn the signals into step phases (rules.measures).
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ PATTERNS = (
             "last_time: 0.4991  data_time: 0.4011  last_data_time: 0.3870  lr: 0.000400  max_mem: 2604M",
             "2023-05-25 09:08:45.291 | INFO     | yolox.core.trainer:after_iter:282 - epoch: 1/20, iter: 190/1051, gpu "
             "mem: 20839Mb, mem: 46.8Gb, iter_time: 1.599s, data_time: 0.003s, total_loss: 4.2, lr: 1.634e-04",
+        ],
+    ),
+    pattern(
+        STEP_TIMING,
+        [")\tdata ", ") data ", ")  data "],
+        _NOT_EVALUATION + rf"(?:.*?\[\s*(?P<index>\d+)\s*/\s*\d+\])?.*?\btime (?P<step_s>{_NUMBER}) "
+        rf"\((?P<step_avg>{_NUMBER})\)\s+data (?P<data_s>{_NUMBER}) \((?P<data_avg>{_NUMBER})\)",
+        [
+            "epoch [2/100][1/1]\ttime 0.869 (0.869)\tdata 0.758 (0.758)\teta 0:01:25\tloss 2.7656 (2.7656)\tacc "
+            "50.0000 (50.0000)\tlr 1.999013e-03",
         ],
     ),
     pattern(

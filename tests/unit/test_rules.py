@@ -415,3 +415,44 @@ def test_a_healthy_bundle_has_no_unrecognised_error(tmp_path):
     files = {"bundle.json": '{"status": "SUCCEEDED"}', "logs/w.log": "step 1 loss=2.3\nnon-fatal: retried 1 read"}
     diagnosis, found = unrecognised(tmp_path, files)
     assert found is None and diagnosis.findings == []
+
+
+# The loader stalls every few batches: the snapshot column mostly reads 0.001, the running means say 90% waiting.
+IMAGENET_STALLING = "\n".join(
+    f"Epoch: [0][{index}/5005]\tTime {now_s} ({avg_s})\tData {data_now_s} ({data_avg_s})\tLoss 5.6 (6.3)"
+    for index, now_s, avg_s, data_now_s, data_avg_s in [
+        (1760, "1.599", "2.648", "1.296", "2.388"),
+        (1770, "0.238", "2.654", "0.001", "2.393"),
+        (1780, "0.222", "2.652", "0.001", "2.391"),
+        (1790, "2.700", "2.649", "2.383", "2.389"),
+        (1800, "0.297", "2.654", "0.001", "2.393"),
+    ]
+)
+MMCV_WARMUP_THEN_BUSY = "\n".join(
+    f"2021-08-17 17:00:{second:02d},073 - mmcls - INFO - Epoch [1][{index}/5005]\tlr: 1.000e-01, eta: 5 days, "
+    f"time: {step_s}, data_time: {data_s}, memory: 3086, loss: 6.2"
+    for second, index, step_s, data_s in [
+        (10, 100, "6.430", "5.762"),
+        (20, 200, "0.196", "0.008"),
+        (30, 300, "0.158", "0.023"),
+        (40, 400, "0.165", "0.005"),
+    ]
+)
+
+
+def test_training_log_running_means_show_the_wait_the_snapshots_hide(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": IMAGENET_STALLING})))
+    assert diagnosis.verdict == "io-bound"
+    assert "90% of the step time" in diagnosis.findings[0].detail
+
+
+def test_training_log_loader_start_up_is_not_an_input_bottleneck(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": MMCV_WARMUP_THEN_BUSY})))
+    assert diagnosis.verdict == "compute-bound"
+
+
+def test_training_log_without_wait_defers_to_dcgm_that_sees_collectives(tmp_path):
+    root = make(tmp_path, {"logs/train.log": MMCV_WARMUP_THEN_BUSY})
+    idle_pipes = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01, "DCGM_FI_PROF_DRAM_ACTIVE": 0.03}
+    scenarios.write_dcgm(root, scenarios.gpus(2, 4, DCGM_FI_DEV_GPU_UTIL=96, **idle_pipes))
+    assert diagnose(load_bundle(root)).verdict == "comm-bound"
