@@ -13,6 +13,7 @@ from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Qu
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import (
     DRAM_ACTIVE,
+    GR_ENGINE_ACTIVE,
     SM_ACTIVE,
     TENSOR_ACTIVE,
     GpuReading,
@@ -43,6 +44,9 @@ UTIL_LOW = 0.5
 # "utilised" while both stay near idle is spinning in communication or tiny kernels.
 TENSOR_ACTIVE_IDLE = 0.05
 DRAM_ACTIVE_IDLE = 0.10
+
+# Busy by GPU_UTIL alone says a kernel ran, not which: a guess, below any measured verdict.
+UTIL_ONLY_COMPUTE_CONFIDENCE = 0.45
 
 # Metrics that agree with the step timings add this much confidence.
 AGREEMENT_BONUS = 0.05
@@ -165,7 +169,7 @@ def _most_waiting(phases: StepPhases, limit: int = 3) -> list[Quote]:
 
 
 def _metric_verdict(evidence: Evidence) -> Finding | None:
-    util = utilisation(evidence)
+    util = _busy_share(evidence)
     if util is None:
         return None
     sm = reading(evidence, SM_ACTIVE)
@@ -188,6 +192,15 @@ def _metric_verdict(evidence: Evidence) -> Finding | None:
     if sm is not None:
         return _by_sm_activity(util, sm, busy, quotes)
     return _by_pipes(util, tensor, dram, busy, quotes)
+
+
+def _busy_share(evidence: Evidence) -> GpuReading | None:
+    """The share of time a kernel ran: the graphics engine's activity where dcgm-exporter's default set gives it.
+
+    GPU_UTIL is sampled (any kernel in the sample period counts the whole period), so a GPU that runs short
+    kernels between waits reads near 100%; GR_ENGINE_ACTIVE is the time actually active.
+    """
+    return reading(evidence, GR_ENGINE_ACTIVE) or utilisation(evidence)
 
 
 def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Quote]) -> Finding:
@@ -228,10 +241,21 @@ def _by_pipes(
             quotes=[*quotes, *tensor.quote_extremes(), *dram.quote_extremes()],
         )
     extra = [*(tensor.quote_extremes() if tensor else []), *(dram.quote_extremes() if dram else [])]
+    if not extra:
+        return finding(
+            COMPUTE_BOUND,
+            Severity.INFO,
+            UTIL_ONLY_COMPUTE_CONFIDENCE,
+            "Busy GPUs: probably compute-bound",
+            f"{busy}. A running NCCL kernel counts as busy too, so without DCGM_FI_PROF_PIPE_TENSOR_ACTIVE and "
+            "DCGM_FI_PROF_DRAM_ACTIVE (in dcgm-exporter's default counters on datacenter GPUs) this cannot tell "
+            "computation from collectives; step timings would.",
+            quotes=quotes,
+        )
     return finding(
         COMPUTE_BOUND,
         Severity.INFO,
-        0.6 if extra else 0.5,
+        0.6,
         "Compute-bound: the GPUs are the bottleneck",
         f"{busy} and doing math. Speed-ups come from the model side: mixed precision, fused kernels, torch.compile.",
         quotes=[*quotes, *extra],

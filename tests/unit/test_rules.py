@@ -456,3 +456,50 @@ def test_training_log_without_wait_defers_to_dcgm_that_sees_collectives(tmp_path
     idle_pipes = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01, "DCGM_FI_PROF_DRAM_ACTIVE": 0.03}
     scenarios.write_dcgm(root, scenarios.gpus(2, 4, DCGM_FI_DEV_GPU_UTIL=96, **idle_pipes))
     assert diagnose(load_bundle(root)).verdict == "comm-bound"
+
+
+# dcgm-exporter's default counters (etc/default-counters.csv): no SM_ACTIVE, no per-link NVLink bytes.
+DEFAULT_COUNTERS_STEADY = {
+    "DCGM_FI_DEV_SM_CLOCK": 1980,
+    "DCGM_FI_DEV_GPU_TEMP": 61,
+    "DCGM_FI_DEV_POWER_USAGE": 310,
+    "DCGM_FI_DEV_FB_USED": 61000,
+    "DCGM_FI_DEV_GPU_UTIL": 98,
+}
+
+
+@pytest.mark.parametrize(
+    ("activity", "verdict"),
+    [
+        # NCCL kernels spinning: the graphics engine is busy, the tensor pipes and DRAM are not.
+        (
+            {
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.95,
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01,
+                "DCGM_FI_PROF_DRAM_ACTIVE": 0.04,
+                "DCGM_FI_DEV_MEM_COPY_UTIL": 3,
+            },
+            "comm-bound",
+        ),
+        (
+            {
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
+                "DCGM_FI_PROF_DRAM_ACTIVE": 0.35,
+                "DCGM_FI_DEV_MEM_COPY_UTIL": 38,
+            },
+            "compute-bound",
+        ),
+        # GPU_UTIL is sampled: short kernels between waits read 98% while the engine is active a third of the time.
+        ({"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.35, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.12}, "io-bound"),
+    ],
+)
+def test_dcgm_default_counter_set(tmp_path, activity, verdict):
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(2, 4, **DEFAULT_COUNTERS_STEADY, **activity))
+    assert diagnose(load_bundle(tmp_path)).verdict == verdict
+
+
+def test_gpu_util_alone_does_not_claim_the_busy_gpus_do_math(tmp_path):
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(1, 4, **DEFAULT_COUNTERS_STEADY))
+    found = diagnose(load_bundle(tmp_path)).findings[0]
+    assert found.id == "compute-bound" and "cannot tell computation from collectives" in found.detail
