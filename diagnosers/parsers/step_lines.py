@@ -33,7 +33,7 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["Data "],
-        _NOT_EVALUATION + rf"(?:.*?\[\s*(?P<index>\d+)\s*/\s*\d+\])?.*?\bTime\s+(?P<step_s>{_NUMBER})\s+"
+        _NOT_EVALUATION + rf"(?:.*\[\s*(?P<index>\d+)\s*/\s*\d+\])?.*?\bTime\s+(?P<step_s>{_NUMBER})\s+"
         rf"\(\s*(?P<step_avg>{_NUMBER})\)\s+Data\s+(?P<data_s>{_NUMBER})\s+\(\s*(?P<data_avg>{_NUMBER})\)",
         [
             "Epoch: [0][ 10/5005]\tTime  2.103 ( 2.301)\tData  1.912 ( 2.004)\tLoss 6.9e+00 (6.9e+00)\tAcc@1   0.00 ("
@@ -44,7 +44,7 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["Data: "],
-        _NOT_EVALUATION + rf"(?:.*?\[\s*(?P<index>\d+)\s*/\s*\d+\s*\()?.*?\bTime: (?P<step_s>{_NUMBER})s,\s+"
+        _NOT_EVALUATION + rf"(?:.*\[\s*(?P<index>\d+)\s*/\s*\d+\s*\()?.*?\bTime: (?P<step_s>{_NUMBER})s,\s+"
         rf"{_NUMBER}/s\s+\(\s*(?P<step_avg>{_NUMBER})s,\s+{_NUMBER}/s\).*?\bData: (?P<data_s>{_NUMBER})\s+"
         rf"\((?P<data_avg>{_NUMBER})\)",
         [
@@ -55,7 +55,8 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["data_time: "],
-        _NOT_EVALUATION + rf".*?(?:\b|iter_)time: (?P<step_s>{_NUMBER})s?,?\s+(?:last_time: {_NUMBER}\s+)?"
+        _NOT_EVALUATION + rf"(?:.*\[\s*(?P<index>\d+)\s*/\s*\d+\])?"
+        rf".*?(?:\b|iter_)time: (?P<step_s>{_NUMBER})s?,?\s+(?:last_time: {_NUMBER}\s+)?"
         rf"data_time: (?P<data_s>{_NUMBER})",
         [
             "2020-05-08 18:33:04,627 - mmdet - INFO - Epoch [1][50/7517]\tlr: 0.00125, eta: 4:57:01, time: 0.594, "
@@ -71,7 +72,7 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         [")\tdata ", ") data ", ")  data "],
-        _NOT_EVALUATION + rf"(?:.*?\[\s*(?P<index>\d+)\s*/\s*\d+\])?.*?\btime (?P<step_s>{_NUMBER}) "
+        _NOT_EVALUATION + rf"(?:.*\[\s*(?P<index>\d+)\s*/\s*\d+\])?.*?\btime (?P<step_s>{_NUMBER}) "
         rf"\((?P<step_avg>{_NUMBER})\)\s+data (?P<data_s>{_NUMBER}) \((?P<data_avg>{_NUMBER})\)",
         [
             "epoch [2/100][1/1]\ttime 0.869 (0.869)\tdata 0.758 (0.758)\teta 0:01:25\tloss 2.7656 (2.7656)\tacc "
@@ -81,7 +82,7 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["data_s:"],
-        rf"\bupdt_s:(?P<compute_s>{_NUMBER}) data_s:(?P<data_s>{_NUMBER})",
+        rf"(?:.*?\bstep:(?P<index>\d+)\b)?.*?\bupdt_s:(?P<compute_s>{_NUMBER}) data_s:(?P<data_s>{_NUMBER})",
         [
             "INFO 2025-07-11 08:20:13 ts/train.py:232 step:9 smpl:576 ep:2 epch:0.00 loss:1.051 grdn:4.482 lr:1.8e-06 "
             "updt_s:0.302 data_s:13.330",
@@ -90,7 +91,8 @@ PATTERNS = (
     pattern(
         STEP_TIMING,
         ["  data: "],
-        _NOT_EVALUATION + rf".*?\btime: (?P<step_s>{_NUMBER})(?:\s+\({_NUMBER}\))?\s+data: (?P<data_s>{_NUMBER})",
+        _NOT_EVALUATION + rf"(?:.*\[\s*(?P<index>\d+)\s*/\s*\d+\])?"
+        rf".*?\btime: (?P<step_s>{_NUMBER})(?:\s+\({_NUMBER}\))?\s+data: (?P<data_s>{_NUMBER})",
         [
             "Epoch: [0]  [  10/5004]  eta: 1 day, 10:44:23  lr: 0.100000  img/s: 402.1  loss: 6.9078 (6.9078)  "
             "time: 0.6364  data: 0.4011  max mem: 8340",

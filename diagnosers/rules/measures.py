@@ -154,8 +154,8 @@ def logged_step_phases(evidence: Evidence) -> StepPhases | None:
     """Step phases from the timing lines training loops print (parsers.step_lines): data wait against step time.
 
     Each log (and each rank within one) is a stream of its own. Where a line prints the epoch's running means,
-    two lines give the exact means between them, so the first batch's worker start-up drops out; otherwise
-    the first tenth of a stream's lines (at least the first of three or more) is left out as warm-up.
+    two lines give the exact means between them, so the first batch's worker start-up drops out; otherwise a
+    first line that covers the epoch's first logging window is left out for the same reason.
     """
     streams: dict[tuple[str, str], list[Signal]] = {}
     for signal in evidence.of(STEP_TIMING):
@@ -184,13 +184,22 @@ def _stream_records(signals: list[Signal]) -> list[StepRecord]:
     between = _between_running_means(signals)
     if between:
         return between
-    records = [
+    kept = [signal for signal in signals if signal.get("index") != "0" and _step_s(signal) > 0]
+    if _opens_the_epoch(kept):
+        kept = kept[1:]
+    return [
         StepRecord(number, _step_s(signal), float(signal.get("data_s")), 0.0, None, signal.quote)
-        for number, signal in enumerate(signals)
-        if signal.get("index") != "0" and _step_s(signal) > 0
+        for number, signal in enumerate(kept)
     ]
-    skip = max(int(len(records) * WARMUP_SHARE), 1 if len(records) >= 3 else 0)
-    return records[skip:]
+
+
+def _opens_the_epoch(signals: list[Signal]) -> bool:
+    """Whether the first line covers the epoch's first logging window, which holds the loader workers' start-up:
+    its batch index is no larger than the step to the next line (`[50/7330]` then `[100/7330]`)."""
+    if len(signals) < 2 or not (signals[0].get("index") and signals[1].get("index")):
+        return False
+    first, second = int(signals[0].get("index")), int(signals[1].get("index"))
+    return 0 < first <= second - first
 
 
 def _step_s(signal: Signal) -> float:
