@@ -1,9 +1,10 @@
 """Is a run compute-, comm- or IO-bound?
 
 Reads: step-phase timings (data_s and comm_s shares of step_s), which measure the answer
-directly, and GPU metrics (utilisation, SM activity, tensor and DRAM activity), which
-corroborate it or, without steps, decide it with less confidence. Emits nothing when
-neither is in the bundle: the engine then says the evidence is insufficient.
+directly; without them, the timing lines training loops print (the data wait against the step,
+collectives not split out); and GPU metrics (utilisation, SM activity, tensor and DRAM activity),
+which corroborate it or, without either, decide it with less confidence. Emits nothing when
+none is in the bundle: the engine then says the evidence is insufficient.
 """
 
 from __future__ import annotations

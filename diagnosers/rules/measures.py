@@ -1,4 +1,4 @@
-"""Where the time goes: GPU activity from DCGM or Ray metrics, and step phases from steps/.
+"""Where the time goes: GPU activity from DCGM or Ray metrics, step phases from steps/ or from log lines.
 
 Shared by the bottleneck, straggler and small-batch rules. dcgm-exporter's default counters
 include GPU_UTIL, GR_ENGINE_ACTIVE, PIPE_TENSOR_ACTIVE and DRAM_ACTIVE, while SM_ACTIVE and
@@ -100,8 +100,6 @@ class StepPhases:
     comm_s: float
     steps: int
     per_rank: dict[int, list[StepRecord]]
-    # False for phases read from training-log lines: they give the data wait but not the collectives' time.
-    comm_measured: bool = True
 
     @property
     def data_share(self) -> float:
@@ -138,6 +136,10 @@ def step_phases(evidence: Evidence) -> StepPhases | None:
         for rank, records in evidence.steps.items()
         if records
     }
+    return _summed(per_rank)
+
+
+def _summed(per_rank: dict[int, list[StepRecord]]) -> StepPhases | None:
     if not per_rank:
         return None
     records = [record for rank_records in per_rank.values() for record in rank_records]
@@ -167,17 +169,7 @@ def logged_step_phases(evidence: Evidence) -> StepPhases | None:
         )
         if records
     }
-    if not per_rank:
-        return None
-    records = [record for rank_records in per_rank.values() for record in rank_records]
-    return StepPhases(
-        step_s=sum(record.step_s for record in records),
-        data_s=sum(min(record.data_s, record.step_s) for record in records),
-        comm_s=0.0,
-        steps=len(records),
-        per_rank=per_rank,
-        comm_measured=False,
-    )
+    return _summed(per_rank)
 
 
 def _stream_records(signals: list[Signal]) -> list[StepRecord]:

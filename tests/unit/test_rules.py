@@ -8,6 +8,7 @@ import pytest
 from diagnosers.bundle import load_bundle
 from diagnosers.engine import FAILED, INSUFFICIENT_EVIDENCE, diagnose
 from diagnosers.findings import FINDING_IDS
+from diagnosers.parsers.logs import STEP_LINES_KEPT
 from tests import scenarios
 
 RAY = "(RayTrainWorker pid=4321, ip=10.0.1.7) "
@@ -503,3 +504,16 @@ def test_gpu_util_alone_does_not_claim_the_busy_gpus_do_math(tmp_path):
     scenarios.write_dcgm(tmp_path, scenarios.gpus(1, 4, **DEFAULT_COUNTERS_STEADY))
     found = diagnose(load_bundle(tmp_path)).findings[0]
     assert found.id == "compute-bound" and "cannot tell computation from collectives" in found.detail
+
+
+def test_a_long_training_log_keeps_its_failure_and_bounds_its_timing_lines(tmp_path):
+    timing = "\n".join(
+        f"2021-08-17 17:00:00,073 - mmcls - INFO - Epoch [1][{index}/50000]\tlr: 1.000e-01, eta: 5 days, "
+        f"time: 0.170, data_time: 0.004, memory: 3086, loss: 6.2"
+        for index in range(10, 150_010, 10)
+    )
+    failure = LOG_CASES["nccl-timeout"][0]["logs/w3.log"]
+    evidence = load_bundle(make(tmp_path, {"logs/train.log": f"{timing}\n{failure}"}))
+    assert "logs/train.log" not in evidence.sources
+    assert len(evidence.signals["step.timing"]) == 2 * STEP_LINES_KEPT
+    assert {"nccl-timeout", "compute-bound"} <= {one.id for one in diagnose(evidence).findings}
