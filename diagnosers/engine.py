@@ -90,7 +90,7 @@ def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
     found_by_rules = [found for rule in rules for found in _run(rule, evidence)]
-    findings = _without_unrecognised_when_explained(found_by_rules)
+    findings = _without_needless_fallbacks(_without_unrecognised_when_explained(found_by_rules))
     _demote_consequences(findings)
     if evidence.meta.did_not_fail:
         _demote_critical(findings)
@@ -105,6 +105,21 @@ def _run(rule: Rule, evidence: Evidence) -> list[Finding]:
         if one.id not in rule.emits:
             raise RuleContractError(f"rule {rule.name} emitted {one.id}, which it does not declare")
     return found
+
+
+def _without_needless_fallbacks(findings: list[Finding]) -> list[Finding]:
+    """A fallback (a guess such as SIGKILL read as the OOM killer) gives way to a recognised critical cause, but not
+    to a finding that is its own usual consequence: a worker killed by SIGKILL does not explain the SIGKILL."""
+
+    def explained(fallback: Finding) -> bool:
+        return any(
+            other.severity is Severity.CRITICAL
+            and not other.fallback
+            and fallback.id not in CONSEQUENCES.get(other.id, ())
+            for other in findings
+        )
+
+    return [found for found in findings if not (found.fallback and explained(found))]
 
 
 def _without_unrecognised_when_explained(findings: list[Finding]) -> list[Finding]:

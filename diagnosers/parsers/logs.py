@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -17,6 +18,7 @@ from diagnosers.parsers import (
     nccl,
     phase_tables,
     ray_log,
+    step_lines,
     torch_dist,
 )
 from diagnosers.parsers.prefixes import split_prefix
@@ -33,7 +35,14 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
     *mlflow_log.PATTERNS,
     *failures.PATTERNS,
     *phase_tables.PATTERNS,
+    *step_lines.PATTERNS,
 )
+
+
+# A training loop prints a timing line every few steps, a long run hundreds of thousands: they neither count
+# towards the matched-line limit (a failure after them must still be read) nor are all kept; the first and
+# the last this many say where the time goes.
+STEP_LINES_KEPT = 2_000
 
 
 @dataclass(slots=True)
@@ -45,6 +54,8 @@ class ParsedLog:
     stopped_at: int = 0
     # The line from which the log turned out to be binary, where it did; the scan stopped there.
     binary_at: int = 0
+    step_lines: int = 0
+    latest_step_lines: deque[Signal] = field(default_factory=lambda: deque(maxlen=STEP_LINES_KEPT))
 
 
 class LogParser:
@@ -68,6 +79,12 @@ class LogParser:
         needles.append(Needle(HEADER.encode(), context=True))
         self._owners.append([])
         self._scanner = LogScanner(needles)
+        step_kinds = {step_lines.STEP_TIMING, step_lines.PROFILER_ROW}
+        self._step_needles = frozenset(
+            index
+            for index, owners in enumerate(self._owners)
+            if owners and all(patterns[owner].kind in step_kinds for owner in owners)
+        )
 
     def parse(
         self,
@@ -84,18 +101,34 @@ class LogParser:
         def on_binary(line: int) -> None:
             parsed.binary_at = line
 
-        for hit in self._scanner.scan(stream, on_long_line, on_binary):
-            if max_hits is not None and parsed.hits >= max_hits:
-                parsed.stopped_at = hit.line
-                break
-            parsed.hits += 1
-            if self._traceback_needle in hit.needles:
-                exception = parse_traceback(source, hit.line, hit.text, hit.after)
-                if exception is not None:
-                    parsed.exceptions.append(exception)
-            candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
-            parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
+        try:
+            for hit in self._scanner.scan(stream, on_long_line, on_binary):
+                candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
+                if hit.needles <= self._step_needles:
+                    self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, candidates))
+                    continue
+                if max_hits is not None and parsed.hits >= max_hits:
+                    parsed.stopped_at = hit.line
+                    break
+                parsed.hits += 1
+                if self._traceback_needle in hit.needles:
+                    exception = parse_traceback(source, hit.line, hit.text, hit.after)
+                    if exception is not None:
+                        parsed.exceptions.append(exception)
+                parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
+        finally:
+            parsed.signals.extend(parsed.latest_step_lines)
+            parsed.latest_step_lines.clear()
         return parsed
+
+    @staticmethod
+    def _keep_step_lines(parsed: ParsedLog, signals: Iterator[Signal]) -> None:
+        for signal in signals:
+            parsed.step_lines += 1
+            if parsed.step_lines <= STEP_LINES_KEPT:
+                parsed.signals.append(signal)
+            else:
+                parsed.latest_step_lines.append(signal)
 
     def parse_text(self, source: str, line: int, text: str) -> list[Signal]:
         """Signals in one line that did not come from a log file (a JSON string field)."""

@@ -45,7 +45,9 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("table_time", rf"\| *(?:{_ISO_TIME}|{_EPOCH_MS}) *\| *", False),
     ("tab_time", rf"(?:{_ISO_TIME}|{_EPOCH_MS})\t", False),
     ("kubectl_time", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ", False),
-    ("compose", r"[A-Za-z0-9][\w.-]* +\| ", True),
+    # Compose names a container `service-1` (v2) or `service_1` (v1): the index keeps a table's first column
+    # (`run_training_epoch  |  91.6 |`) from reading as a container.
+    ("compose", r"[A-Za-z0-9][\w.-]*[-_]\d+ +\| ", True),
     ("srun_label", r" *\d+: ", True),
     ("pdsh", rf"{_PDSH_HOST}: ", True),
     # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`.

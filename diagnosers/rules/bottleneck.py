@@ -1,9 +1,10 @@
 """Is a run compute-, comm- or IO-bound?
 
 Reads: step-phase timings (data_s and comm_s shares of step_s), which measure the answer
-directly, and GPU metrics (utilisation, SM activity, tensor and DRAM activity), which
-corroborate it or, without steps, decide it with less confidence. Emits nothing when
-neither is in the bundle: the engine then says the evidence is insufficient.
+directly; without them, the timing lines training loops print (the data wait against the step,
+collectives not split out); and GPU metrics (utilisation, SM activity, tensor and DRAM activity),
+which corroborate it or, without either, decide it with less confidence. Emits nothing when
+none is in the bundle: the engine then says the evidence is insufficient.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Qu
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import (
     DRAM_ACTIVE,
+    GR_ENGINE_ACTIVE,
     SM_ACTIVE,
     TENSOR_ACTIVE,
     GpuReading,
     StepPhases,
+    logged_step_phases,
     reading,
     step_phases,
     utilisation,
@@ -43,8 +46,18 @@ UTIL_LOW = 0.5
 TENSOR_ACTIVE_IDLE = 0.05
 DRAM_ACTIVE_IDLE = 0.10
 
+# Busy by GPU_UTIL alone says a kernel ran, not which: a guess, below any measured verdict.
+UTIL_ONLY_COMPUTE_CONFIDENCE = 0.45
+
 # Metrics that agree with the step timings add this much confidence.
 AGREEMENT_BONUS = 0.05
+
+# Training-log lines give the data wait but fold collectives into the rest of the step, so the rest is
+# called computation with less confidence than measured phases (less still when the wait is not negligible),
+# and never against GPU metrics that say the kernels are collectives or that the GPUs sit idle.
+LOGGED_DATA_NEGLIGIBLE = 0.10
+LOGGED_COMPUTE_CONFIDENCE = 0.55
+LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT = 0.45
 
 
 def check(evidence: Evidence) -> list[Finding]:
@@ -52,6 +65,9 @@ def check(evidence: Evidence) -> list[Finding]:
     metric_view = _metric_verdict(evidence)
     if phases is not None:
         return _from_steps(phases, metric_view)
+    logged = logged_step_phases(evidence)
+    if logged is not None:
+        return _from_logged_steps(logged, metric_view)
     if metric_view is not None:
         return [metric_view]
     return []
@@ -110,8 +126,51 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding
     return found
 
 
+def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding]:
+    """The training loop's own timing lines: the data wait is measured, the rest is not split further."""
+    share = f"{phases.data_share:.0%} of the step time the training loop logged"
+    if phases.data_share >= DATA_SHARE_BOUND:
+        found = finding(
+            IO_BOUND,
+            Severity.WARNING,
+            min(0.85, 0.5 + phases.data_share),
+            "Input-bound: GPUs wait for data",
+            f"Waiting for the next batch takes {share}: the data pipeline, not the model, sets the pace. Raise "
+            "DataLoader num_workers and prefetch_factor, enable pin_memory and persistent_workers, move decoding "
+            "and augmentation off the training loop (DALI, pre-resized images), or stage the data on local disk.",
+            quotes=_most_waiting(phases),
+        )
+    elif metric_view is None or metric_view.id == COMPUTE_BOUND:
+        negligible = phases.data_share < LOGGED_DATA_NEGLIGIBLE
+        found = finding(
+            COMPUTE_BOUND,
+            Severity.INFO,
+            LOGGED_COMPUTE_CONFIDENCE if negligible else LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT,
+            "Compute-bound: the GPUs are the bottleneck",
+            f"Waiting for data takes only {share}; the rest is forward, backward and the optimizer step (these "
+            "lines do not separate gradient all-reduce, which GPU metrics or step timings would). Speed-ups come "
+            "from the model side: mixed precision, channels_last, fused kernels, torch.compile, or more GPUs.",
+            quotes=phases.representative(),
+        )
+    elif metric_view.id == COMM_BOUND:
+        return [metric_view]
+    else:
+        return []
+    if metric_view is not None and metric_view.id == found.id:
+        found.confidence = min(1.0, round(found.confidence + AGREEMENT_BONUS, 2))
+        found.evidence = [*found.evidence, *metric_view.evidence][: len(found.evidence) + 2]
+    return [found]
+
+
+def _most_waiting(phases: StepPhases, limit: int = 3) -> list[Quote]:
+    """The lines that waited longest for data, in log order: what a person checks first."""
+    records = [record for records in phases.per_rank.values() for record in records]
+    picked = sorted(records, key=lambda record: record.data_s, reverse=True)[:limit]
+    return [record.quote for record in sorted(picked, key=lambda record: (record.quote.source, record.quote.line))]
+
+
 def _metric_verdict(evidence: Evidence) -> Finding | None:
-    util = utilisation(evidence)
+    util = _busy_share(evidence)
     if util is None:
         return None
     sm = reading(evidence, SM_ACTIVE)
@@ -134,6 +193,15 @@ def _metric_verdict(evidence: Evidence) -> Finding | None:
     if sm is not None:
         return _by_sm_activity(util, sm, busy, quotes)
     return _by_pipes(util, tensor, dram, busy, quotes)
+
+
+def _busy_share(evidence: Evidence) -> GpuReading | None:
+    """The share of time a kernel ran: the graphics engine's activity where dcgm-exporter's default set gives it.
+
+    GPU_UTIL is sampled (any kernel in the sample period counts the whole period), so a GPU that runs short
+    kernels between waits reads near 100%; GR_ENGINE_ACTIVE is the time actually active.
+    """
+    return reading(evidence, GR_ENGINE_ACTIVE) or utilisation(evidence)
 
 
 def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Quote]) -> Finding:
@@ -174,10 +242,21 @@ def _by_pipes(
             quotes=[*quotes, *tensor.quote_extremes(), *dram.quote_extremes()],
         )
     extra = [*(tensor.quote_extremes() if tensor else []), *(dram.quote_extremes() if dram else [])]
+    if not extra:
+        return finding(
+            COMPUTE_BOUND,
+            Severity.INFO,
+            UTIL_ONLY_COMPUTE_CONFIDENCE,
+            "Busy GPUs: probably compute-bound",
+            f"{busy}. A running NCCL kernel counts as busy too, so without DCGM_FI_PROF_PIPE_TENSOR_ACTIVE and "
+            "DCGM_FI_PROF_DRAM_ACTIVE (in dcgm-exporter's default counters on datacenter GPUs) this cannot tell "
+            "computation from collectives; step timings would.",
+            quotes=quotes,
+        )
     return finding(
         COMPUTE_BOUND,
         Severity.INFO,
-        0.6 if extra else 0.5,
+        0.6,
         "Compute-bound: the GPUs are the bottleneck",
         f"{busy} and doing math. Speed-ups come from the model side: mixed precision, fused kernels, torch.compile.",
         quotes=[*quotes, *extra],

@@ -1,4 +1,4 @@
-"""Where the time goes: GPU activity from DCGM or Ray metrics, and step phases from steps/.
+"""Where the time goes: GPU activity from DCGM or Ray metrics, step phases from steps/ or from log lines.
 
 Shared by the bottleneck, straggler and small-batch rules. dcgm-exporter's default counters
 include GPU_UTIL, GR_ENGINE_ACTIVE, PIPE_TENSOR_ACTIVE and DRAM_ACTIVE, while SM_ACTIVE and
@@ -11,11 +11,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.findings import Quote
 from diagnosers.parsers import phase_tables
 from diagnosers.parsers.signals import Signal
+from diagnosers.parsers.step_lines import DATALOADER_ACTIONS, EPOCH_ACTION, PROFILER_ROW, STEP_TIMING
 
 # Utilisation in percent (0-100) or as a ratio (0-1), most direct first.
 UTILISATION_METRICS: tuple[tuple[str, float], ...] = (
@@ -23,6 +25,7 @@ UTILISATION_METRICS: tuple[tuple[str, float], ...] = (
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0),
     ("ray_node_gpus_utilization", 100.0),
 )
+GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 SM_ACTIVE = "DCGM_FI_PROF_SM_ACTIVE"
 TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
@@ -34,6 +37,8 @@ CLOCK_EVENT_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS
 # nvmlClocksEventReason bits that slow a working GPU: HW slowdown, SW thermal, HW thermal, HW power brake.
 SLOWDOWN_REASON_BITS = 0x08 | 0x20 | 0x40 | 0x80
 
+# Running means are printed to 3 or 4 decimals: differencing them may dip this far below zero.
+ROUNDING_S = 0.05
 # The first tenth of a run is start-up (data loader warm-up, NCCL init, compilation): left out.
 WARMUP_SHARE = 0.1
 
@@ -151,6 +156,10 @@ def step_phases(evidence: Evidence) -> StepPhases | None:
         for rank, records in (evidence.steps or logged_step_records(evidence)).items()
         if records
     }
+    return _summed(per_rank)
+
+
+def _summed(per_rank: dict[int, list[StepRecord]]) -> StepPhases | None:
     if not per_rank:
         return None
     records = [record for rank_records in per_rank.values() for record in rank_records]
@@ -182,7 +191,7 @@ def logged_step_records(evidence: Evidence) -> dict[int, list[StepRecord]]:
     for signal in evidence.of(*kinds):
         by_source[signal.quote.source].append(signal)
     for signals in by_source.values():
-        for rank, record in [*_breakdown_records(signals, samples), *_profiler_records(signals)]:
+        for rank, record in [*_breakdown_records(signals, samples), *_torch_profiler_records(signals)]:
             records[rank].append(record)
     return records
 
@@ -254,7 +263,7 @@ def _iteration_ms(elapsed: list[tuple[int, float]], line: int) -> float | None:
     return after[0] if after else None
 
 
-def _profiler_records(signals: list[Signal]) -> list[tuple[int, StepRecord]]:
+def _torch_profiler_records(signals: list[Signal]) -> list[tuple[int, StepRecord]]:
     """A profiler table's NCCL kernels as one record: their Self CUDA share of the profiled CUDA time."""
     shares: dict[str, tuple[float, Quote]] = {}
     for signal in (s for s in signals if s.kind == phase_tables.PROFILER_NCCL_ROW):
@@ -273,3 +282,100 @@ def _profiler_records(signals: list[Signal]) -> list[tuple[int, StepRecord]]:
 def _rank(signal: Signal) -> int:
     rank = signal.get("rank")
     return int(rank) if rank.isdigit() else 0
+
+
+def logged_step_phases(evidence: Evidence) -> StepPhases | None:
+    """Step phases from the timing lines training loops print (parsers.step_lines): data wait against step time.
+
+    Each log (and each rank within one) is a stream of its own. Where a line prints the epoch's running means,
+    two lines give the exact means between them, so the first batch's worker start-up drops out; otherwise a
+    first line that covers the epoch's first logging window is left out for the same reason.
+    """
+    streams: dict[tuple[str, str], list[Signal]] = {}
+    for signal in evidence.of(STEP_TIMING):
+        streams.setdefault((signal.quote.source, signal.get("rank")), []).append(signal)
+    per_rank = {
+        number: records
+        for number, records in enumerate(
+            [_stream_records(signals) for signals in streams.values()] + _lightning_profiler_records(evidence)
+        )
+        if records
+    }
+    return _summed(per_rank)
+
+
+def _stream_records(signals: list[Signal]) -> list[StepRecord]:
+    between = _between_running_means(signals)
+    if between:
+        return between
+    kept = [signal for signal in signals if signal.get("index") != "0" and _step_s(signal) > 0]
+    if _opens_the_epoch(kept):
+        kept = kept[1:]
+    return [
+        StepRecord(number, _step_s(signal), float(signal.get("data_s")), 0.0, None, signal.quote)
+        for number, signal in enumerate(kept)
+    ]
+
+
+def _opens_the_epoch(signals: list[Signal]) -> bool:
+    """Whether the first line covers the epoch's first logging window, which holds the loader workers' start-up:
+    its batch index is no larger than the step to the next line (`[50/7330]` then `[100/7330]`)."""
+    if len(signals) < 2 or not (signals[0].get("index") and signals[1].get("index")):
+        return False
+    first, second = int(signals[0].get("index")), int(signals[1].get("index"))
+    return 0 < first <= second - first
+
+
+def _step_s(signal: Signal) -> float:
+    if signal.get("compute_s"):
+        return float(signal.get("compute_s")) + float(signal.get("data_s"))
+    return float(signal.get("step_s"))
+
+
+def _between_running_means(signals: list[Signal]) -> list[StepRecord]:
+    """Per-step means between consecutive lines of one epoch, from the running means and batch indices.
+
+    Older loops print the 0-based index of the batch just done, newer ones the count done; of the two readings,
+    the one that agrees better with the batches' own times is taken. Means that do not difference into
+    non-negative times (a meter never reset between epochs) are not running means of the epoch: no records.
+    """
+    if not all(signal.get("index") and signal.get("step_avg") and signal.get("data_avg") for signal in signals):
+        return []
+    readings = [_differenced(signals, done_offset) for done_offset in (0, 1)]
+    best = min(readings, key=lambda records: sum(gap for _, gap in records))
+    if not best or any(record.step_s <= 0 or record.data_s < -ROUNDING_S for record, _ in best):
+        return []
+    for record, _ in best:
+        record.data_s = max(0.0, record.data_s)
+    return [record for record, _ in best]
+
+
+def _differenced(signals: list[Signal], done_offset: int) -> list[tuple[StepRecord, float]]:
+    """(record, distance from the later line's own batch time) for each pair of lines of one epoch."""
+    found = []
+    for before, after in pairwise(signals):
+        first, last = int(before.get("index")) + done_offset, int(after.get("index")) + done_offset
+        if last <= first:
+            continue
+        step_s = (float(after.get("step_avg")) * last - float(before.get("step_avg")) * first) / (last - first)
+        data_s = (float(after.get("data_avg")) * last - float(before.get("data_avg")) * first) / (last - first)
+        gap = abs(step_s - float(after.get("step_s"))) + abs(data_s - float(after.get("data_s")))
+        found.append((StepRecord(last, step_s, data_s, 0.0, None, after.quote), gap))
+    return found
+
+
+def _lightning_profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
+    """Lightning's SimpleProfiler: the dataloader's total time against the training epochs', one record a report."""
+    by_source: dict[str, list[Signal]] = {}
+    for signal in evidence.of(PROFILER_ROW):
+        by_source.setdefault(signal.quote.source, []).append(signal)
+    found = []
+    for rows in by_source.values():
+        epoch = [row for row in rows if row.get("action").endswith(EPOCH_ACTION)]
+        loading = [row for row in rows if row.get("action").endswith(DATALOADER_ACTIONS)]
+        if epoch and loading:
+            epoch_s = float(epoch[0].get("total_s"))
+            data_s = sum(float(row.get("total_s")) for row in loading)
+            if epoch_s > 0:
+                found.append([StepRecord(0, epoch_s, data_s, 0.0, None, loading[0].quote)])
+    return found

@@ -105,6 +105,8 @@ def test_ray_repeated_suffix_is_dropped_with_its_hint() -> None:
         "2024-11-22 10:42:17,123 INFO worker.py:1724 -- Connected to Ray cluster.",
         "Epoch 3: 100%|██████████| 50/50 [00:10<00:00]",
         "|  0 | model | Linear | 1.2 K",
+        "run_training_epoch |  91.657                |  1                    |  91.657               |",
+        "Total |  - |  1397 |  99.734 |  100 % ",
     ],
 )
 def test_the_tools_own_text_is_not_eaten(line: str) -> None:

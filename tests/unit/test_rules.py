@@ -8,6 +8,7 @@ import pytest
 from diagnosers.bundle import load_bundle
 from diagnosers.engine import FAILED, INSUFFICIENT_EVIDENCE, diagnose
 from diagnosers.findings import FINDING_IDS
+from diagnosers.parsers.logs import STEP_LINES_KEPT
 from tests import scenarios
 
 RAY = "(RayTrainWorker pid=4321, ip=10.0.1.7) "
@@ -420,7 +421,10 @@ def test_a_failed_job_with_only_a_python_exception_claims_no_dead_worker(tmp_pat
 def test_a_child_killed_by_a_signal_is_a_dead_worker_named_by_its_signal(tmp_path, code, meaning):
     log = f"  rank      : 0 (local_rank: 0)\n  exitcode  : {code} (pid: 14750)\n"
     diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/torchrun.log": log})))
-    assert diagnosis.findings[0].id == "worker-died" and meaning in diagnosis.findings[0].detail
+    died = next(one for one in diagnosis.findings if one.id == "worker-died")
+    assert meaning in died.detail
+    # SIGKILL with nothing else to explain it is read as the kernel's OOM killer first; the dead worker follows.
+    assert diagnosis.findings[0].id == ("host-oom" if meaning == "SIGKILL" else "worker-died")
 
 
 def test_the_sigterm_the_agent_sends_to_surviving_ranks_is_no_dead_worker(tmp_path):
@@ -496,3 +500,104 @@ def test_the_xid_that_caused_a_later_one_is_named_with_its_meaning(tmp_path):
     findings = diagnose(load_bundle(make(tmp_path, {"logs/kern.log": log}))).findings
     found = [one for one in findings if one.id == "xid-error"]
     assert found and "XID 149: NVLink error" in found[0].detail and "Cordon and drain" in found[0].detail
+
+
+# The loader stalls every few batches: the snapshot column mostly reads 0.001, the running means say 90% waiting.
+IMAGENET_STALLING = "\n".join(
+    f"Epoch: [0][{index}/5005]\tTime {now_s} ({avg_s})\tData {data_now_s} ({data_avg_s})\tLoss 5.6 (6.3)"
+    for index, now_s, avg_s, data_now_s, data_avg_s in [
+        (1760, "1.599", "2.648", "1.296", "2.388"),
+        (1770, "0.238", "2.654", "0.001", "2.393"),
+        (1780, "0.222", "2.652", "0.001", "2.391"),
+        (1790, "2.700", "2.649", "2.383", "2.389"),
+        (1800, "0.297", "2.654", "0.001", "2.393"),
+    ]
+)
+MMCV_WARMUP_THEN_BUSY = "\n".join(
+    f"2021-08-17 17:00:{second:02d},073 - mmcls - INFO - Epoch [1][{index}/5005]\tlr: 1.000e-01, eta: 5 days, "
+    f"time: {step_s}, data_time: {data_s}, memory: 3086, loss: 6.2"
+    for second, index, step_s, data_s in [
+        (10, 100, "6.430", "5.762"),
+        (20, 200, "0.196", "0.008"),
+        (30, 300, "0.158", "0.023"),
+        (40, 400, "0.165", "0.005"),
+    ]
+)
+
+
+def test_training_log_running_means_show_the_wait_the_snapshots_hide(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": IMAGENET_STALLING})))
+    assert diagnosis.verdict == "io-bound"
+    assert "90% of the step time" in diagnosis.findings[0].detail
+
+
+def test_training_log_loader_start_up_is_not_an_input_bottleneck(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": MMCV_WARMUP_THEN_BUSY})))
+    assert diagnosis.verdict == "compute-bound"
+
+
+def test_training_log_without_wait_defers_to_dcgm_that_sees_collectives(tmp_path):
+    root = make(tmp_path, {"logs/train.log": MMCV_WARMUP_THEN_BUSY})
+    idle_pipes = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01, "DCGM_FI_PROF_DRAM_ACTIVE": 0.03}
+    scenarios.write_dcgm(root, scenarios.gpus(2, 4, DCGM_FI_DEV_GPU_UTIL=96, **idle_pipes))
+    assert diagnose(load_bundle(root)).verdict == "comm-bound"
+
+
+# dcgm-exporter's default counters (etc/default-counters.csv): no SM_ACTIVE, no per-link NVLink bytes.
+DEFAULT_COUNTERS_STEADY = {
+    "DCGM_FI_DEV_SM_CLOCK": 1980,
+    "DCGM_FI_DEV_GPU_TEMP": 61,
+    "DCGM_FI_DEV_POWER_USAGE": 310,
+    "DCGM_FI_DEV_FB_USED": 61000,
+    "DCGM_FI_DEV_GPU_UTIL": 98,
+}
+
+
+@pytest.mark.parametrize(
+    ("activity", "verdict"),
+    [
+        # NCCL kernels spinning: the graphics engine is busy, the tensor pipes and DRAM are not.
+        (
+            {
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.95,
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.01,
+                "DCGM_FI_PROF_DRAM_ACTIVE": 0.04,
+                "DCGM_FI_DEV_MEM_COPY_UTIL": 3,
+            },
+            "comm-bound",
+        ),
+        (
+            {
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.93,
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.42,
+                "DCGM_FI_PROF_DRAM_ACTIVE": 0.35,
+                "DCGM_FI_DEV_MEM_COPY_UTIL": 38,
+            },
+            "compute-bound",
+        ),
+        # GPU_UTIL is sampled: short kernels between waits read 98% while the engine is active a third of the time.
+        ({"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.35, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.12}, "io-bound"),
+    ],
+)
+def test_dcgm_default_counter_set(tmp_path, activity, verdict):
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(2, 4, **DEFAULT_COUNTERS_STEADY, **activity))
+    assert diagnose(load_bundle(tmp_path)).verdict == verdict
+
+
+def test_gpu_util_alone_does_not_claim_the_busy_gpus_do_math(tmp_path):
+    scenarios.write_dcgm(tmp_path, scenarios.gpus(1, 4, **DEFAULT_COUNTERS_STEADY))
+    found = diagnose(load_bundle(tmp_path)).findings[0]
+    assert found.id == "compute-bound" and "cannot tell computation from collectives" in found.detail
+
+
+def test_a_long_training_log_keeps_its_failure_and_bounds_its_timing_lines(tmp_path):
+    timing = "\n".join(
+        f"2021-08-17 17:00:00,073 - mmcls - INFO - Epoch [1][{index}/50000]\tlr: 1.000e-01, eta: 5 days, "
+        f"time: 0.170, data_time: 0.004, memory: 3086, loss: 6.2"
+        for index in range(10, 150_010, 10)
+    )
+    failure = LOG_CASES["nccl-timeout"][0]["logs/w3.log"]
+    evidence = load_bundle(make(tmp_path, {"logs/train.log": f"{timing}\n{failure}"}))
+    assert "logs/train.log" not in evidence.sources
+    assert len(evidence.signals["step.timing"]) == 2 * STEP_LINES_KEPT
+    assert {"nccl-timeout", "compute-bound"} <= {one.id for one in diagnose(evidence).findings}
