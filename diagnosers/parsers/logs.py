@@ -19,6 +19,7 @@ from diagnosers.parsers import (
     phase_tables,
     ray_log,
     step_lines,
+    throughput,
     torch_dist,
 )
 from diagnosers.parsers.prefixes import split_prefix
@@ -36,6 +37,7 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
     *failures.PATTERNS,
     *phase_tables.PATTERNS,
     *step_lines.PATTERNS,
+    *throughput.PATTERNS,
 )
 
 
@@ -79,7 +81,7 @@ class LogParser:
         needles.append(Needle(HEADER.encode(), context=True))
         self._owners.append([])
         self._scanner = LogScanner(needles)
-        step_kinds = {step_lines.STEP_TIMING, step_lines.PROFILER_ROW}
+        step_kinds = {step_lines.STEP_TIMING, step_lines.PROFILER_ROW, throughput.STEP_RATE}
         self._step_needles = frozenset(
             index
             for index, owners in enumerate(self._owners)

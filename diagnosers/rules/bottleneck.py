@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Quote, Severity
+from diagnosers.parsers.throughput import Scaling
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import (
     DRAM_ACTIVE,
@@ -19,6 +20,7 @@ from diagnosers.rules.measures import (
     TENSOR_ACTIVE,
     GpuReading,
     StepPhases,
+    benchmark_scaling,
     logged_step_phases,
     reading,
     step_phases,
@@ -59,6 +61,12 @@ LOGGED_DATA_NEGLIGIBLE = 0.10
 LOGGED_COMPUTE_CONFIDENCE = 0.55
 LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT = 0.45
 
+# Benchmark throughput at several GPU counts: data-parallel image benchmarks keep 90% or more of their
+# per-GPU throughput on a sound fabric (Horovod's and tf_cnn_benchmarks' published scaling); under 70% a
+# third of every step is lost, and with synthetic input (no data loading) only the collectives can lose it.
+SCALING_EFFICIENCY_LOSS = 0.7
+SCALING_CONFIDENCE = 0.75
+
 
 def check(evidence: Evidence) -> list[Finding]:
     phases = step_phases(evidence)
@@ -68,6 +76,9 @@ def check(evidence: Evidence) -> list[Finding]:
     logged = logged_step_phases(evidence)
     if logged is not None:
         return _from_logged_steps(logged, metric_view)
+    scaling = benchmark_scaling(evidence)
+    if scaling is not None and scaling.synthetic and scaling.efficiency < SCALING_EFFICIENCY_LOSS:
+        return [_from_scaling(scaling)]
     if metric_view is not None:
         return [metric_view]
     return []
@@ -160,6 +171,26 @@ def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[
         found.confidence = min(1.0, round(found.confidence + AGREEMENT_BONUS, 2))
         found.evidence = [*found.evidence, *metric_view.evidence][: len(found.evidence) + 2]
     return [found]
+
+
+def _from_scaling(scaling: Scaling) -> Finding:
+    """Synthetic-input benchmark runs on more GPUs keep too little of the per-GPU throughput of the smallest run."""
+    base, scaled = scaling.base, scaling.scaled
+    detail = (
+        f"On {scaled.gpus} GPUs each GPU processes {scaled.per_gpu:.1f} images/sec against {base.per_gpu:.1f} on "
+        f"{base.gpus} GPU{'s' if base.gpus > 1 else ''}: {scaling.efficiency:.0%} scaling efficiency. The input is "
+        "synthetic, so no data loading is involved: the lost time is spent in gradient communication. Check the "
+        "NCCL transport between the GPUs and nodes (NCCL_DEBUG=INFO: IB/RoCE or sockets), the network bandwidth, "
+        "and overlap (Horovod tensor fusion, DDP buckets); a larger per-GPU batch amortises each all-reduce."
+    )
+    return finding(
+        COMM_BOUND,
+        Severity.WARNING,
+        SCALING_CONFIDENCE,
+        "Communication-bound: throughput per GPU collapses as GPUs are added",
+        detail,
+        quotes=[scaled.quote, base.quote],
+    )
 
 
 def _most_waiting(phases: StepPhases, limit: int = 3) -> list[Quote]:

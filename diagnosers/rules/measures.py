@@ -15,7 +15,7 @@ from itertools import pairwise
 
 from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.findings import Quote
-from diagnosers.parsers import phase_tables
+from diagnosers.parsers import phase_tables, throughput
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.step_lines import DATALOADER_ACTIONS, EPOCH_ACTION, PROFILER_ROW, STEP_TIMING
 
@@ -379,3 +379,20 @@ def _lightning_profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
             if epoch_s > 0:
                 found.append([StepRecord(0, epoch_s, data_s, 0.0, None, loading[0].quote)])
     return found
+
+
+def benchmark_scaling(evidence: Evidence) -> throughput.Scaling | None:
+    """Benchmark throughput pasted for several GPU counts (parsers.throughput), each file read as its own paste."""
+    by_source: dict[str, list[Signal]] = defaultdict(list)
+    kinds = (
+        throughput.STEP_RATE,
+        throughput.TOTAL_RATE,
+        throughput.GPUS_TOTAL_RATE,
+        throughput.BENCH_SETTING,
+        throughput.BENCH_COMMAND,
+    )
+    for signal in evidence.of(*kinds):
+        by_source[signal.quote.source].append(signal)
+    return throughput.worst_scaling(
+        [point for signals in by_source.values() for point in throughput.points_of(signals)]
+    )
