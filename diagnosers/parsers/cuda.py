@@ -30,6 +30,12 @@ PATTERNS = (
             "CUDNN_STATUS_ALLOC_FAILED",
             "OOM when allocating tensor",
             "No available memory for the cache blocks",
+            "ran out of memory trying to allocate",
+            "XlaRuntimeError: RESOURCE_EXHAUSTED",
+            "RESOURCE_EXHAUSTED: Failed to allocate",
+            "Resource exhausted: Out of memory",
+            "Resource exhausted: Failed to allocate",
+            "ResourceExhaustedError: failed to allocate memory",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -38,7 +44,13 @@ PATTERNS = (
         r"|(?:Error|Exception)\)?: CUDA (?:error: )?out of memory(?!\. Tried)"
         r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure (?:2 )?'out of memory'|CUDNN_STATUS_ALLOC_FAILED"
-        r"|OOM when allocating tensor|No available memory for the cache blocks",
+        r"|OOM when allocating tensor|No available memory for the cache blocks"
+        # The BFC allocator of JAX/XLA and TensorFlow; TensorFlow also prints its line for an allocation it can do
+        # without (`The caller indicates that this is not a failure`), which is only a hint about speed.
+        r"|Allocator \([\w:]+\) ran out of memory trying to allocate (?P<bfc_tried>[\d.]+ ?[KMGTP]?i?B)"
+        r"(?!.*this is not a failure)"
+        r"|XlaRuntimeError: RESOURCE_EXHAUSTED|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Out of memory|Failed to "
+        r"allocate request)|ResourceExhaustedError: failed to allocate memory",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -52,7 +64,17 @@ PATTERNS = (
             "shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
             "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
             "initializing the engine.",
+            "2025-03-23 20:28:59.832181: W external/xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) "
+            "ran out of memory trying to allocate 1.25TiB (rounded to 1374521760000)requested by op ",
+            "2020-06-01 20:08:08.012345: W tensorflow/core/common_runtime/bfc_allocator.cc:431] Allocator (GPU_0_bfc) "
+            "ran out of memory trying to allocate 256.00MiB (rounded to 268435456).  Current allocation summary "
+            "follows.",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 1.00GiB "
+            "(1073741824B) on device ordinal 0",
+            "RuntimeError: Resource exhausted: Out of memory while trying to allocate 12582912 bytes.",
+            "ResourceExhaustedError: failed to allocate memory [Op:AddV2]",
         ],
+        wraps=True,
     ),
     # A trainer that catches the OOM, logs it and goes on (fairseq skips the batch, an automatic batch-size
     # finder halves the batch) prints the OOM text inside its own warning: that line did not stop the run.

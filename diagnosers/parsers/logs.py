@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -45,6 +45,9 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
 # towards the matched-line limit (a failure after them must still be read) nor are all kept; the first and
 # the last this many say where the time goes.
 STEP_LINES_KEPT = 2_000
+# How many lines after a candidate line a wrapped message may continue on: a terminal 80 columns wide breaks a
+# 240-character message in three.
+WRAPPED_LINES = 2
 
 
 @dataclass(slots=True)
@@ -76,7 +79,11 @@ class LogParser:
                 owners = self._owners[needle_index[key]]
                 if pattern_index not in owners:
                     owners.append(pattern_index)
-        needles = [Needle(literal.encode(), caseless) for literal, caseless in needle_index]
+        # A pattern whose message may wrap needs the lines after its candidate line; only its needles pay for them.
+        needles = [
+            Needle(literal.encode(), caseless, context=any(patterns[owner].wraps for owner in owners))
+            for (literal, caseless), owners in zip(needle_index, self._owners, strict=True)
+        ]
         self._traceback_needle = len(needles)
         needles.append(Needle(HEADER.encode(), context=True))
         self._owners.append([])
@@ -117,7 +124,7 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
+                parsed.signals.extend(self._match(source, hit.line, hit.text, candidates, hit.after))
         finally:
             parsed.signals.extend(parsed.latest_step_lines)
             parsed.latest_step_lines.clear()
@@ -145,15 +152,39 @@ class LogParser:
         ]
         return list(self._match(source, line, text, candidates))
 
-    def _match(self, source: str, line: int, text: str, candidates: list[int]) -> Iterator[Signal]:
-        """Patterns see the tool's own text, behind any launcher's prefix; the quote keeps the whole line."""
+    def _match(
+        self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
+    ) -> Iterator[Signal]:
+        """Patterns see the tool's own text, behind any launcher's prefix; the quote keeps the whole line. A pattern
+        whose message wraps and does not match the line alone is tried on it joined with the lines `after` it."""
         tool_text, _ = split_prefix(text)
         shared: dict[str, str] | None = None
         for index in candidates:
             line_pattern = self._patterns[index]
             attrs = line_pattern.match(tool_text)
+            if attrs is None and after and line_pattern.wraps:
+                attrs = _match_wrapped(line_pattern, tool_text, after)
             if attrs is None:
                 continue
             if shared is None:
                 shared = common_attrs(text, tool_text)
             yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
+
+
+def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) -> dict[str, str] | None:
+    """The pattern on a message broken over up to WRAPPED_LINES more lines, rejoined as cut (a fixed-width terminal
+    splits inside a word) or with a space (a re-wrap at a word boundary drops it). A blank line ends the message,
+    and the match must begin in the first line: that is the line quoted."""
+    continuations = []
+    for continuation in after[:WRAPPED_LINES]:
+        if not continuation.strip():
+            break
+        continuations.append(split_prefix(continuation)[0])
+    for separator in ("", " "):
+        joined = first
+        for continuation in continuations:
+            joined += separator + continuation
+            attrs = line_pattern.match(joined, starts_before=len(first))
+            if attrs is not None:
+                return attrs
+    return None

@@ -21,6 +21,7 @@ SOCKET_INTERFACE = "nccl.socket-interface"
 NETWORK_WARN = "nccl.network-warn"
 SYSTEM_ERROR = "nccl.system-error"
 DUPLICATE_GPU = "nccl.duplicate-gpu"
+HOST_SEEN = "nccl.host-seen"
 
 PATTERNS = (
     pattern(
@@ -83,13 +84,15 @@ PATTERNS = (
         # a plugin that is merely absent (`No plugin found`) is normal on IB clusters and is not matched.
         r"(?P<missing>NET/IB : No device found|Failed to open libibverbs\S*|Failed to initialize any NET plugin"
         r"|NET/(?:OFI|Plugin)\s*:?\s.*?(?:[Ff]ailed to initiali[sz]e|[Ff]ailing initiali[sz]ation"
-        r"|initiali[sz]ation failed|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol))",
+        r"|initiali[sz]ation failed|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol"
+        r"|Only EFA provider is supported))",
         [
             "ip-10-0-1-2:45:45 [0] NCCL INFO NET/IB : No device found.",
             "h1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
             "h1:5:5 [0] NCCL INFO NET/OFI Unable to find a protocol that worked.  Failing initialization.",
             "h1:5:5 [0] init.cc:212 NCCL WARN Failed to initialize any NET plugin",
             "algo-1:7:8 [5] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+            "ip-10-0-0-112:8166:8166 [7] ofi_init:700 NCCL WARN NET/OFI Only EFA provider is supported",
         ],
     ),
     pattern(
@@ -97,6 +100,20 @@ PATTERNS = (
         ["NET/Socket : Using ["],
         r"NET/Socket : Using \[\d+\](?P<interface>[^:\s]+)",
         ["ip-10-0-1-2:45:45 [0] NCCL INFO NET/Socket : Using [0]ens3:10.0.1.2<0>"],
+    ),
+    # Lines every rank prints once as it starts (or once per communicator), read only for the host in their prefix:
+    # a paste that shows one node's transport lines often shows its peers' start-up, which proves the job spans nodes.
+    pattern(
+        HOST_SEEN,
+        # ` INFO NCCL_` stops before `_DISABLE set by environment`: overlapping needles would hide one another from
+        # the regex fallback scanner.
+        ["Bootstrap : Using", "Setting affinity for GPU", " INFO NCCL_"],
+        r"^\S+:\d+:\d+ \[\d+\] NCCL INFO (?:Bootstrap : Using|Setting affinity for GPU|NCCL_\w+ set by environment to)",
+        [
+            "ip-10-0-13-129:8537:8596 [0] NCCL INFO Setting affinity for GPU 0 to ffffffff,ffffffff,ffffffff",
+            "ip-10-0-13-129:8537:8596 [0] NCCL INFO NCCL_TREE_THRESHOLD set by environment to 0.",
+            "node189:1379562:1379562 [0] NCCL INFO Bootstrap : Using enp36s0f1:10.0.129.189<0>",
+        ],
     ),
     pattern(
         INIT_COMPLETE,

@@ -118,13 +118,15 @@ PATTERNS = (
         INFEASIBLE_DEMAND,
         [
             "cannot be scheduled right now",
-            "No available node types can fulfill",
+            "No available node types",
             "Infeasible",
-            "could not find a node type to satisfy",
+            "could not find a node type",
         ],
-        # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them.
+        # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them;
+        # Ray 1.x's autoscaler ends its line at `request:` and lists the bundles on the next. The needles stop short of
+        # the message's end, so a wrap later in it leaves them whole for the joined lines to match.
         r"(?:resource request cannot be scheduled right now: |No available node types can fulfill resource "
-        r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request: \[)"
+        r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request:\s*\[)"
         r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND,
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
@@ -135,7 +137,10 @@ PATTERNS = (
             "'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
             "WARNING resource_demand_scheduler.py:838 -- The autoscaler could not find a node type to satisfy the "
             "request: [{'GPU': 1.0}]. Please specify a node type with the necessary resources.",
+            "2021-03-08 13:22:17,520\tWARNING resource_demand_scheduler.py:643 -- The autoscaler could not find a node "
+            "type to satisfy the request: [{'GPU': 8.0}]",
         ],
+        wraps=True,
     ),
     pattern(
         DASHBOARD_UNREACHABLE,

@@ -32,10 +32,13 @@ class LinePattern:
     regex: re.Pattern[str]
     examples: tuple[str, ...]
     caseless: bool = False
+    # A long message that a terminal or the paster may break over the next lines (see LogParser).
+    wraps: bool = False
 
-    def match(self, text: str) -> dict[str, str] | None:
+    def match(self, text: str, starts_before: int | None = None) -> dict[str, str] | None:
+        """Attributes of the first match, which must begin before `starts_before` where that is given."""
         found = self.regex.search(text)
-        if found is None:
+        if found is None or (starts_before is not None and found.start() >= starts_before):
             return None
         return {name: value for name, value in found.groupdict().items() if value is not None}
 
@@ -46,9 +49,10 @@ def pattern(
     regex: str,
     examples: Sequence[str],
     caseless: bool = False,
+    wraps: bool = False,
 ) -> LinePattern:
     flags = re.IGNORECASE if caseless else 0
-    return LinePattern(kind, tuple(needles), re.compile(regex, flags), tuple(examples), caseless)
+    return LinePattern(kind, tuple(needles), re.compile(regex, flags), tuple(examples), caseless, wraps)
 
 
 # Attributes most signals share, read from the line whatever the format's own groups are.

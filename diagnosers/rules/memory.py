@@ -33,7 +33,7 @@ def _gpu_oom(evidence: Evidence) -> Finding | None:
     raising = [exception for exception in evidence.exceptions if _is_cuda_oom(exception)]
     in_backward = any(exception.ran_through("backward") for exception in raising)
     phase = " during the backward pass" if in_backward else ""
-    tried = first_attr(signals, "tried")
+    tried = first_attr(signals, "tried") or first_attr(signals, "bfc_tried")
     asked = f" while allocating {tried}" if tried else ""
     advice = (
         "Lower the per-GPU batch size (keep the global batch with gradient accumulation), enable activation "

@@ -159,6 +159,7 @@ def _nccl_hosts(evidence: Evidence) -> set[str]:
             nccl.NETWORK,
             nccl.FAST_NET_MISSING,
             nccl.SOCKET_INTERFACE,
+            nccl.HOST_SEEN,
         )
         if signal.get("host")
     }

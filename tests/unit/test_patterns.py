@@ -5,6 +5,7 @@ import io
 import pytest
 
 from diagnosers.logscan import RegexMatcher
+from diagnosers.parsers import ray_log
 from diagnosers.parsers.logs import LINE_PATTERNS, LogParser
 
 EXAMPLES = [(pattern.kind, example) for pattern in LINE_PATTERNS for example in pattern.examples]
@@ -47,9 +48,60 @@ HARMLESS = [
     '  Normal   Pulled     2m    kubelet  Successfully pulled image "rayproject/ray:2.9.0-gpu"',
     "Demands:\n (no resource demands)",
     "mlflow.tracking: logged metric loss=0.3 to run 1234",
+    # TensorFlow's allocator asking for more than it needs: a hint about speed, not an OOM.
+    "2021-11-16 11:33:53.139338: W tensorflow/core/common_runtime/bfc_allocator.cc:272] Allocator (GPU_0_bfc) ran out "
+    "of memory trying to allocate 2.18GiB with freed_by_count=0. The caller indicates that this is not a failure, but "
+    "may mean that there could be performance gains if more memory were available.",
 ]
 
 
 @pytest.mark.parametrize("line", HARMLESS)
 def test_harmless_lines_give_no_signal(parser, line):
     assert parser.parse("a.log", io.BytesIO(line.encode())).signals == []
+
+
+WRAPPED = [
+    # a terminal 45 columns wide cuts inside a word
+    [
+        "Error: No available node types can fulfill re",
+        "source request {'GPU': 4.0}. Add suitable node types to ",
+        "this cluster to resolve this issue.",
+    ],
+    # a paster re-wraps at word boundaries and drops the space
+    [
+        "(autoscaler +8m46s) Error: No available node types can fulfill resource request",
+        "defaultdict(<class 'float'>, {'CPU': 9.0, 'GPU': 1.0}). Add suitable node types to this cluster.",
+    ],
+    # Ray 1.x ends the line at `request:`; every physical line carries mpirun's prefix
+    [
+        "[1,0]<stdout>:2021-03-08 13:22:17,520\tWARNING resource_demand_scheduler.py:643 -- The autoscaler could not "
+        "find a node type to satisfy the request:",
+        "[1,0]<stdout>: [{'GPU': 8.0}]",
+    ],
+]
+
+
+@pytest.mark.parametrize("lines", WRAPPED)
+def test_a_wrapped_message_is_read_joined_and_quotes_its_first_line(parser, lines):
+    log = "\n".join(["unrelated line before", *lines, "unrelated line after"]).encode()
+    signals = [s for s in parser.parse("a.log", io.BytesIO(log)).signals if s.kind == ray_log.INFEASIBLE_DEMAND]
+    assert [(signal.quote.line, signal.quote.text) for signal in signals] == [(2, lines[0])]
+    assert "'GPU'" in signals[0].get("demand")
+
+
+@pytest.mark.parametrize(
+    ("log", "lines"),
+    [
+        # a blank line ends the message
+        ("Error: No available node types can fulfill resource request \n\n{'GPU': 4.0}\n", []),
+        # a match that begins on the next line belongs to that line, not to the first
+        (
+            "could not find a node type for the report\nWarning: The following resource request cannot be scheduled "
+            "right now: {'GPU': 8.0}.\n",
+            [2],
+        ),
+    ],
+)
+def test_lines_are_joined_only_within_one_message(parser, log, lines):
+    signals = parser.parse("a.log", io.BytesIO(log.encode())).signals
+    assert [signal.quote.line for signal in signals if signal.kind == ray_log.INFEASIBLE_DEMAND] == lines
