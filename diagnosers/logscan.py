@@ -64,7 +64,8 @@ class RegexMatcher:
             literal = re.escape(needle.literal)
             body = b"(?i:" + literal + b")" if needle.caseless else literal
             parts.append(b"(?P<n" + str(index).encode() + b">" + body + b")")
-        self._pattern = re.compile(b"|".join(parts))
+        # A lookahead consumes nothing, so a needle inside another (`Error:` in `DistStoreError: `) is found too.
+        self._pattern = re.compile(b"(?=" + b"|".join(parts) + b")")
 
     def find(self, data: memoryview) -> list[tuple[int, int]]:
         found = []

@@ -8,6 +8,11 @@ subprocess's `died with <Signals.SIGKILL: 9>`. An exit code of -15 is left out: 
 sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
 is a person pressing Ctrl-C, not a worker dying.
 
+An exception's own line (`ValueError: ...`, `torch.distributed.DistBackendError: ...`) is fatal even where no
+`Traceback (most recent call last):` header led to it: a paste that began below the header, or a launcher that
+printed only the last line. Its frames are the `File "...", line N` lines just above it from the same process.
+A line logged below ERROR (`... - WARNING - ValueError: ...`) reports an error the run survived.
+
 `non-fatal` and `not fatal` are not fatal lines. `Fatal Python error` and
 `exit code 139` are left to kernel.PROCESS_CRASH, which shares their first word: the scanner's regex
 fallback reports one needle where two start at the same place.
@@ -15,11 +20,23 @@ fallback reports one needle where two start at the same place.
 
 from __future__ import annotations
 
-from diagnosers.parsers.signals import pattern
+import re
+from collections.abc import Sequence
+
+from diagnosers.findings import Quote
+from diagnosers.parsers.prefixes import process_key, split_prefix
+from diagnosers.parsers.signals import Signal, pattern
+from diagnosers.parsers.tracebacks import FRAME, Frame, PythonException
 
 FATAL_LINE = "failure.fatal-line"
 NONZERO_EXIT = "failure.nonzero-exit"
 KILLED_BY_SIGNAL = "failure.killed-by-signal"
+EXCEPTION_LINE = "failure.exception-line"
+TRACEBACK_FRAME = "failure.traceback-frame"
+
+# A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
+_FRAME_GAP = 3
+_QUIET_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARN(?:ING)?)\b")
 
 PATTERNS = (
     pattern(
@@ -73,4 +90,61 @@ PATTERNS = (
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
+    pattern(
+        EXCEPTION_LINE,
+        ["Error:", "Exception:", "Interrupt:", "Exit:", "Error):", "Exception):"],
+        # A class name, not prose: `Error: 0 warnings` has no name before the suffix, a docstring's `Raises:`
+        # entry is indented.
+        r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)(?:\([\w.]+\))?)"
+        r":(?: (?P<message>.*))?$",
+        [
+            "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
+            "(pid=runtime_env, ip=10.0.0.7) ValueError: Local directory /tmp/ray/runtime_resources/pip/4950 does not "
+            "exist on the cluster.",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275",
+            "ray.exceptions.RayTaskError(ValueError): ray::train_fn() (pid=311, ip=10.0.0.5)",
+        ],
+    ),
+    pattern(
+        TRACEBACK_FRAME,
+        ['File "'],
+        FRAME.pattern,
+        ['  File "/usr/lib/python3/site-packages/ray/_private/runtime_env/pip.py", line 542, in modify_context'],
+    ),
 )
+
+
+def with_exceptions_without_header(signals: Sequence[Signal], read: Sequence[PythonException]) -> list[PythonException]:
+    """The exceptions read from tracebacks, and those whose line no header led to, in the log's order."""
+    taken = {exception.quote.line for exception in read}
+    frames = {signal.quote.line: signal for signal in signals if signal.kind == TRACEBACK_FRAME}
+    found = list(read)
+    for signal in signals:
+        if signal.kind != EXCEPTION_LINE or signal.quote.line in taken:
+            continue
+        text = signal.quote.text
+        _, start = split_prefix(text)
+        if _QUIET_LEVEL.search(text, 0, start):
+            continue
+        frames_above = _frames_above(frames, signal.quote, process_key(text, start))
+        found.append(PythonException(signal.get("type"), signal.get("message"), frames_above, signal.quote))
+    return sorted(found, key=lambda exception: exception.quote.line)
+
+
+def _frames_above(frames: dict[int, Signal], at: Quote, process: str) -> tuple[Frame, ...]:
+    chain: list[Frame] = []
+    anchor = at.line
+    while True:
+        above = next(
+            (
+                frames[line]
+                for line in range(anchor - 1, anchor - 1 - _FRAME_GAP, -1)
+                if line in frames
+                and process_key(frames[line].quote.text, split_prefix(frames[line].quote.text)[1]) == process
+            ),
+            None,
+        )
+        if above is None:
+            return tuple(reversed(chain))
+        chain.append(Frame(above.get("file"), int(above.get("line")), above.get("func"), "", above.quote))
+        anchor = above.quote.line

@@ -126,6 +126,7 @@ class LogParser:
                         parsed.exceptions.append(exception)
                 parsed.signals.extend(self._match(source, hit.line, hit.text, candidates, hit.after))
         finally:
+            parsed.exceptions[:] = failures.with_exceptions_without_header(parsed.signals, parsed.exceptions)
             parsed.signals.extend(parsed.latest_step_lines)
             parsed.latest_step_lines.clear()
         return parsed

@@ -3,7 +3,12 @@
 MLflow's REST client says `API request to <url> failed with exception ...` when it cannot
 connect and `API request to endpoint <path> failed with error code 503 != 200` when the server
 answers with an error. A 4xx such as RESOURCE_DOES_NOT_EXIST is a request problem, not an
-unreachable server, and is left out on purpose.
+unreachable server, and is left out on purpose; 429 is not: the server refuses the client's requests (rate
+limiting, as Databricks does) and the run's logging fails as it would against a server that is down.
+
+A terminal or a paster may wrap MLflow's one-line message, leaving urllib3's cause (`ResponseError('too many 429
+error responses')`) on a line of its own without the word mlflow: HTTP_ERROR_CAUSE reads that line, and the
+services rule counts it only right after an MLflow line of the same file.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from __future__ import annotations
 from diagnosers.parsers.signals import pattern
 
 SERVER_UNREACHABLE = "mlflow.unreachable"
+HTTP_ERROR_CAUSE = "mlflow.http-error-cause"
+
+_REFUSING_STATUS = r"(?:429|5\d\d)"
 
 PATTERNS = (
     pattern(
@@ -21,10 +29,11 @@ PATTERNS = (
         r"|PERMISSION_DENIED|UNAUTHENTICATED|BAD_REQUEST)\b)"
         # urllib3 names the host before the /api/2.0/mlflow/ path, MLflow's own messages the other way round.
         r"(?=.*(?:mlflow|MLflow|MLFLOW)).*?"
-        r"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|(?:error )?code 5\d\d).*"
+        rf"(?P<what>API request to (?:endpoint )?(?P<url>\S*mlflow\S*) failed with (?:exception|(?:error )?code "
+        rf"{_REFUSING_STATUS}).*"
         r"|(?:Max retries exceeded|Connection refused|Failed to establish a new connection|Name or service not known"
-        r"|Read timed out|Temporary failure in name resolution|TEMPORARILY_UNAVAILABLE|error code 5\d\d"
-        r"|too many 5\d\d error responses|to the tracking server has failed).*)",
+        rf"|Read timed out|Temporary failure in name resolution|TEMPORARILY_UNAVAILABLE|error code {_REFUSING_STATUS}"
+        rf"|too many {_REFUSING_STATUS} error responses|to the tracking server has failed).*)",
         [
             "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create "
             "failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded with url: "
@@ -41,5 +50,11 @@ PATTERNS = (
             "connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='mlflow.example.com', port=443): Read "
             "timed out. (read timeout=120)\")': /api/2.0/mlflow/runs/log-metric",
         ],
+    ),
+    pattern(
+        HTTP_ERROR_CAUSE,
+        ["error responses"],
+        rf"too many (?P<status>{_REFUSING_STATUS}) error responses",
+        ["ResponseError('too many 429 error responses'))"],
     ),
 )

@@ -8,6 +8,8 @@ MEMORY_MONITOR_KILL = "ray.memory-monitor-kill"
 ACTOR_DIED = "ray.actor-died"
 NODE_DIED = "ray.node-died"
 JOB_FAILED = "ray.job-failed"
+# What `ray job submit` / `ray job status` print under the job's state: why it failed, where it did.
+JOB_STATUS_MESSAGE = "ray.job-status-message"
 RESOURCE_DEMAND = "ray.resource-demand"
 INFEASIBLE_DEMAND = "ray.infeasible-demand"
 DASHBOARD_UNREACHABLE = "ray.dashboard-unreachable"
@@ -98,11 +100,22 @@ PATTERNS = (
         JOB_FAILED,
         [" failed", "status=FAILED", "FAILED", "TrainingFailedError"],
         r"Job '?(?P<job>[\w-]+)'? failed\b|--- Job \S+ failed ---|Job (?:status|state)[:=]? ?FAILED"
-        r"|TrainingFailedError",
+        r"|(?:Status for job|Job) '[\w-]+': FAILED\b|TrainingFailedError",
         [
             "Job 'raysubmit_V3pgxPzLr1d8vXJc' failed",
+            "Status for job 'raysubmit_V3pgxPzLr1d8vXJc': FAILED",
             "--------------------------------------------- Job raysubmit_abc failed ---",
             "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed.",
+        ],
+    ),
+    pattern(
+        JOB_STATUS_MESSAGE,
+        ["Status message:"],
+        r"^Status message: (?P<message>\S.*)",
+        [
+            "Status message: runtime_env setup failed: Failed to set up runtime environment.",
+            "Status message: Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 "
+            "chars):",
         ],
     ),
     pattern(

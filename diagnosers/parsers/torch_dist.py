@@ -7,6 +7,9 @@ timeout` without the word Watchdog. Numbers are optional groups so every form ma
 The ranks that did not time out themselves say so in other words: `Some NCCL operations have failed
 or timed out` (1.8+), `Timeout at NCCL work: N` and `Received a dump signal due to a collective timeout`
 (2.4+).
+A paste may hold only the watchdog's C++ stack: `c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout` and `Exception
+raised from checkTimeout` are the timeout's own; `watchdogHandler` and `ncclCommWatchdog` frames are not, the
+watchdog rethrows CUDA and NCCL errors through them too (pytorch#126544, vllm#2682).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from diagnosers.parsers.signals import pattern
 
 COLLECTIVE_TIMEOUT = "torch.collective-timeout"
 WATCHDOG_HANG = "torch.watchdog-hang"
+WATCHDOG_TIMEOUT_FRAME = "torch.watchdog-timeout-frame"
 RENDEZVOUS_FAILED = "torch.rendezvous-failed"
 ENV_NOT_SET = "torch.env-not-set"
 INVALID_RANK = "torch.invalid-rank"
@@ -65,6 +69,18 @@ PATTERNS = (
         ],
     ),
     pattern(
+        WATCHDOG_TIMEOUT_FRAME,
+        ["checkTimeout"],
+        r"\bc10d::ProcessGroupNCCL::WorkNCCL::checkTimeout\b|\bException raised from checkTimeout\b",
+        [
+            "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+            "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /opt/conda/lib/python3.11/site-packages/torch/lib/"
+            "libtorch_cuda.so)",
+            "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:565 (most "
+            "recent call first):",
+        ],
+    ),
+    pattern(
         WATCHDOG_HANG,
         ["watchdog got stuck", "Heartbeat monitor timed out", "watchdog thread seems stuck"],
         r"watchdog got stuck for (?P<stuck_s>\d+) seconds|Heartbeat monitor timed out|watchdog thread seems stuck",
@@ -91,6 +107,9 @@ PATTERNS = (
             "RuntimeError: Connection",
             "RuntimeError: Address already in use",
             "Unable to find address for",
+            "connect() timed out",
+            "DistStoreError",
+            "Socket Timeout",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
@@ -100,7 +119,10 @@ PATTERNS = (
         r"|failed to connect to any network address.*|\bhost not found: .*|Unable to find address for: .*"
         r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)\s*$"
         r"|failed to listen on any local network address.*"
-        r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*)",
+        r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*"
+        # The TCPStore client of PyTorch <= 1.10 (`connect() timed out. Original timeout was 60000 ms.`) and its
+        # store operations (`Socket Timeout`, 2.4's `DistStoreError: wait timeout after 100ms, keys: ...`).
+        r"|\bconnect\(\) timed out\b.*|\bRuntimeError: Socket Timeout\b.*|DistStoreError: .*)",
         [
             "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
             "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
@@ -118,6 +140,10 @@ PATTERNS = (
             "RuntimeError: Connection timed out",
             "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:127] rp != nullptr. "
             "Unable to find address for: dgx-1.ai",
+            "RuntimeError: connect() timed out. Original timeout was 60000 ms.",
+            "  what():  connect() timed out",
+            "RuntimeError: Socket Timeout",
+            "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
         ],
     ),
     pattern(

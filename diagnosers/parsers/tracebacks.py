@@ -16,7 +16,7 @@ from diagnosers.findings import Quote
 from diagnosers.parsers.prefixes import process_key, split_prefix
 
 HEADER = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
+FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(?P<message>.*))?$")
 
 
@@ -65,7 +65,7 @@ def parse_traceback(source: str, header_line: int, header_text: str, after: Sequ
             text = text[len(glued) :]
         if not text.strip():
             continue
-        frame = _FRAME.match(text)
+        frame = FRAME.match(text)
         if frame:
             quote = Quote(source, header_line + offset, raw)
             frames.append(Frame(frame["file"], int(frame["line"]), frame["func"], "", quote))

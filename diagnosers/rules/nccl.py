@@ -1,7 +1,8 @@
 """NCCL collectives: timeouts, broken connections, and slow transports.
 
-Reads: PyTorch watchdog and heartbeat lines, NCCL WARN lines, `ncclSystemError`/`ncclRemoteError`,
-and NCCL INFO init lines (`Using network`, `Channel ... via`, `NCCL_*_DISABLE set by environment`).
+Reads: PyTorch watchdog and heartbeat lines (or only the watchdog's `checkTimeout` C++ frames), NCCL WARN
+lines, `ncclSystemError`/`ncclRemoteError`, and NCCL INFO init lines (`Using network`, `Channel ... via`,
+`NCCL_*_DISABLE set by environment`).
 A timeout on every rank but one usually points at that one rank; the detail says so.
 """
 
@@ -31,8 +32,9 @@ def check(evidence: Evidence) -> list[Finding]:
 def _timeout(evidence: Evidence) -> Finding | None:
     timeouts = evidence.of(torch_dist.COLLECTIVE_TIMEOUT)
     hangs = evidence.of(torch_dist.WATCHDOG_HANG)
+    frames = evidence.of(torch_dist.WATCHDOG_TIMEOUT_FRAME)
     if not timeouts and not hangs:
-        return None
+        return _timeout_from_frames(frames)
     signals = timeouts or hangs
     operation = first_attr(timeouts, "op")
     limit_ms = first_attr(timeouts, "timeout_ms") or first_attr(timeouts, "wait_ms")
@@ -51,6 +53,18 @@ def _timeout(evidence: Evidence) -> Finding | None:
     return finding(
         NCCL_TIMEOUT, Severity.CRITICAL, 0.85, "NCCL collective timed out", detail, signals=[*signals, *hangs]
     )
+
+
+def _timeout_from_frames(frames: list[Signal]) -> Finding | None:
+    """Only the watchdog's C++ stack was kept: it says a collective timed out, not which one or after how long."""
+    if not frames:
+        return None
+    detail = (
+        f"The ProcessGroupNCCL watchdog raised from WorkNCCL::checkTimeout{where(frames)}: a collective timed out, "
+        "though its own `Watchdog caught collective operation timeout` line is not in the logs. Collect the full "
+        "log of every rank to see the operation and the rank that never joined it."
+    )
+    return finding(NCCL_TIMEOUT, Severity.CRITICAL, 0.6, "NCCL collective timed out", detail, frames)
 
 
 def _network_error(evidence: Evidence) -> Finding | None:

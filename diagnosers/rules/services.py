@@ -1,8 +1,9 @@
 """Services the run depends on: the MLflow tracking server and the Ray dashboard.
 
-Reads: MLflow client errors (connection refused, timeouts, 5xx), Ray dashboard connection
-errors (`ray job submit`, KubeRay's operator, requests to :8265), and bundle.json's source
-statuses, where the collector itself could not reach the service.
+Reads: MLflow client errors (connection refused, timeouts, 5xx, 429 rate limiting, with urllib3's cause on
+the next lines where a wrapped message left it), Ray dashboard connection errors (`ray job submit`, KubeRay's
+operator, requests to :8265), and bundle.json's source statuses, where the collector itself could not reach
+the service.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ _CONNECTION_ERRORS = frozenset(
 _SUBMISSION_CLIENT_FILES = ("dashboard/modules/", "dashboard_sdk", "job_submission")
 # A line that is a raised exception, after Ray's `(RayTrainWorker pid=...)` prefix where there is one.
 _EXCEPTION_LINE = re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.]*(?:Error|Exception): ")
+# How far below an MLflow line a wrapped message's cause may sit.
+_WRAPPED_LINES = 4
 # The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
 _DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
 
@@ -70,13 +73,40 @@ def _mlflow(evidence: Evidence) -> Finding | None:
     if not signals and not collector:
         return None
     fatal = _raised(signals, evidence, "MlflowException") or _raised(signals, evidence, "mlflow")
-    detail = (
-        f"The MLflow tracking server failed or could not be reached{where(signals)}. Check "
-        "MLFLOW_TRACKING_URI from inside a worker pod (curl $MLFLOW_TRACKING_URI/health), the server's "
-        "own log and its database; set MLFLOW_HTTP_REQUEST_MAX_RETRIES for brief outages."
-    )
+    causes = _wrapped_causes(evidence.of(mlflow_log.HTTP_ERROR_CAUSE), signals)
     severity = Severity.CRITICAL if fatal and evidence.meta.status.upper() != "RUNNING" else Severity.WARNING
-    return finding(MLFLOW_UNREACHABLE, severity, 0.85, "MLflow tracking server unreachable", detail, signals, collector)
+    if any("429" in signal.quote.text for signal in [*signals, *causes]):
+        detail = (
+            f"The MLflow tracking server refused the client's requests with HTTP 429 (rate limiting){where(signals)}. "
+            "Make fewer calls (log_batch instead of one log_metric per value, fewer runs/search calls, fewer "
+            "parallel runs), raise MLFLOW_HTTP_REQUEST_MAX_RETRIES and MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR, or ask "
+            "the server's operators for a higher limit."
+        )
+        title = "MLflow tracking server rate-limited the client"
+    else:
+        detail = (
+            f"The MLflow tracking server failed or could not be reached{where(signals)}. Check "
+            "MLFLOW_TRACKING_URI from inside a worker pod (curl $MLFLOW_TRACKING_URI/health), the server's "
+            "own log and its database; set MLFLOW_HTTP_REQUEST_MAX_RETRIES for brief outages."
+        )
+        title = "MLflow tracking server unreachable"
+    quotes = [*(cause.quote for cause in causes), *collector]
+    return finding(MLFLOW_UNREACHABLE, severity, 0.85, title, detail, signals, quotes)
+
+
+def _wrapped_causes(causes: list[Signal], signals: list[Signal]) -> list[Signal]:
+    """HTTP causes on the lines just after an MLflow line, where a wrapped message left them, that the MLflow
+    line itself does not hold."""
+    quoted = {(signal.quote.source, signal.quote.line) for signal in signals}
+    return [
+        cause
+        for cause in causes
+        if (cause.quote.source, cause.quote.line) not in quoted
+        and any(
+            signal.quote.source == cause.quote.source and 0 < cause.quote.line - signal.quote.line <= _WRAPPED_LINES
+            for signal in signals
+        )
+    ]
 
 
 def _submission_refused(evidence: Evidence) -> list[Quote]:

@@ -472,6 +472,90 @@ def test_a_healthy_bundle_has_no_unrecognised_error(tmp_path):
     assert found is None and diagnosis.findings == []
 
 
+RAY_PREFIXED_FRAMES = (
+    '(pid=runtime_env, ip=10.0.0.7)   File "/opt/ray/_private/runtime_env/plugin.py", line 260, in create\n'
+    "(pid=runtime_env, ip=10.0.0.7)     plugin.modify_context(uris, runtime_env, context, logger)\n"
+    "(pid=4711, ip=10.0.0.8) step 12 loss=2.1\n"
+    '(pid=runtime_env, ip=10.0.0.7)   File "/opt/ray/_private/runtime_env/pip.py", line 542, in modify_context\n'
+    "(pid=runtime_env, ip=10.0.0.7)     raise ValueError(\n"
+    "(pid=runtime_env, ip=10.0.0.7) ValueError: Local directory /tmp/ray/pip/4950 does not exist on the cluster.\n"
+)
+
+
+def test_an_exception_line_without_its_traceback_header_is_an_unrecognised_error(tmp_path):
+    log = "epoch 3 step 100\ntorch.distributed.DistBackendError: NCCL communicator was aborted on rank 3.\n"
+    _, found = unrecognised(tmp_path, {"logs/w.log": log})
+    assert found is not None and found.severity == "warning"
+    assert [quote.line for quote in found.evidence] == [2]
+    assert "DistBackendError: NCCL communicator was aborted" in found.detail
+
+
+def test_a_headerless_exception_keeps_the_frames_its_process_printed_above_it(tmp_path):
+    _, found = unrecognised(tmp_path, {"logs/job.log": RAY_PREFIXED_FRAMES})
+    assert found is not None
+    assert [quote.line for quote in found.evidence] == [4, 6]
+    assert "ValueError: Local directory" in found.detail and "pip.py:542 in modify_context" in found.detail
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO: ValueError handled, retrying",
+        "2024-05-01 10:00:00,000 - trainer - WARNING - ValueError: bad sample 17, skipped",
+        "Error: 0 warnings",
+        "    ValueError: if the learning rate is negative.",
+        "Raises:",
+    ],
+)
+def test_a_line_that_names_an_exception_it_survived_or_documents_is_no_error(tmp_path, line):
+    diagnosis, found = unrecognised(tmp_path, {"logs/w.log": f"step 1 loss=2.3\n{line}\nstep 2 loss=2.2\n"})
+    assert found is None and diagnosis.findings == []
+
+
+def test_a_failed_ray_job_quotes_the_status_message_that_says_why(tmp_path):
+    log = (
+        "Tailing logs until the job exits (disable with --no-wait):\n"
+        "---------------------------------------\n"
+        "Job 'raysubmit_fufX4B3GcxYVxBdW' failed\n"
+        "---------------------------------------\n"
+        "\n"
+        "Status message: runtime_env setup failed: Failed to set up runtime environment.\n"
+    )
+    _, found = unrecognised(tmp_path, {"logs/submit.log": log})
+    assert found is not None and found.severity == "critical"
+    assert [quote.line for quote in found.evidence] == [3, 6]
+    assert "runtime_env setup failed" in found.detail
+
+
+def test_a_status_message_without_a_failed_job_is_not_quoted(tmp_path):
+    log = "Status message: Job finished successfully.\nexitcode  : 2 (pid: 4711)\n"
+    _, found = unrecognised(tmp_path, {"logs/submit.log": log})
+    assert found is not None and [quote.line for quote in found.evidence] == [2]
+
+
+WATCHDOG_FRAMES = (
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x1554e8b12f86 in libc10.so)\n"
+    "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+    "std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in libtorch_cuda.so)\n"
+    "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x1554e9e16333 in libtorch_cuda.so)\n"
+    "frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x10c (0x1554e9e1871c in libtorch_cuda.so)\n"
+)
+
+
+def test_the_watchdog_checktimeout_frames_alone_are_an_nccl_timeout_at_lower_confidence(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/slurm.out": WATCHDOG_FRAMES})))
+    assert diagnosis.findings and diagnosis.findings[0].id == "nccl-timeout"
+    assert diagnosis.findings[0].confidence < 0.85
+    assert [quote.line for quote in diagnosis.findings[0].evidence] == [2]
+
+
+def test_a_cuda_error_rethrown_by_the_watchdog_is_no_nccl_timeout(tmp_path):
+    # The watchdog rethrows CUDA errors through the same handler frames (pytorch#126544): no checkTimeout frame.
+    frames = "\n".join(line for line in WATCHDOG_FRAMES.splitlines() if "checkTimeout" not in line)
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/slurm.out": frames})))
+    assert "nccl-timeout" not in {one.id for one in diagnosis.findings}
+
+
 def test_a_sigkilled_process_is_a_guess_at_host_oom_only_when_nothing_else_explains(tmp_path):
     killed = "training...\nKilled\n"
     alone = diagnose(load_bundle(make(tmp_path / "alone", {"logs/train.log": killed})))

@@ -61,3 +61,28 @@ def test_the_dashboard_process_traceback_is_the_dashboard_dying(tmp_path):
         "ModuleNotFoundError: No module named 'grpc'",
     )
     assert DASHBOARD_UNREACHABLE in found
+
+
+def test_a_wrapped_mlflow_error_quotes_its_429_cause_and_says_rate_limiting(tmp_path):
+    found = findings(
+        tmp_path,
+        "MlflowException: API request to ",
+        "https://dbc.cloud.databricks.com/api/2.0/mlflow/runs/search failed with ",
+        "exception HTTPSConnectionPool(host='dbc.cloud.databricks.com', port=443):",
+        "Max retries exceeded with url: /api/2.0/mlflow/runs/search (Caused by ",
+        "ResponseError('too many 429 error responses'))",
+    )
+    mlflow = found[MLFLOW_UNREACHABLE]
+    assert any(quote.line == 5 for quote in mlflow.evidence)
+    assert "rate limiting" in mlflow.detail and mlflow.severity == Severity.CRITICAL
+
+
+def test_an_http_cause_far_from_any_mlflow_line_is_not_mlflow(tmp_path):
+    found = findings(
+        tmp_path,
+        "WARNING mlflow.tracking: Max retries exceeded with url: /api/2.0/mlflow/runs/log-metric",
+        *["step 1 loss=2.3"] * 6,
+        "urllib3.exceptions.MaxRetryError: (Caused by ResponseError('too many 429 error responses'))",
+    )
+    assert [quote.line for quote in found[MLFLOW_UNREACHABLE].evidence] == [1]
+    assert "rate limiting" not in found[MLFLOW_UNREACHABLE].detail
