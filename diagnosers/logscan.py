@@ -198,13 +198,16 @@ def _hits_in_block(
     end = len(data)
     counted_to, line = 0, base_line
     current: Hit | None = None
-    current_start = -1
+    current_start = current_end = -1
     for start, index in matcher.find(data):
         if start >= split:
             break
         line_start = buffer.rfind(b"\n", 0, start) + 1
         if line_start == current_start and current is not None:
             current.needles.add(index)
+            # The line's first needle may want no context while a later one on the same line does.
+            if needles[index].context and not current.after:
+                current.after = _lines_after(buffer, current_end, end)
             continue
         if current is not None:
             yield current
@@ -215,7 +218,7 @@ def _hits_in_block(
         text, truncated = _line_text(buffer, line_start, line_end, start)
         after = _lines_after(buffer, line_end, end) if needles[index].context else []
         current = Hit(line=line, text=text, needles={index}, after=after, truncated=truncated)
-        current_start = line_start
+        current_start, current_end = line_start, line_end
     if current is not None:
         yield current
 

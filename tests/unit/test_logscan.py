@@ -66,6 +66,13 @@ def test_context_lines_follow_a_traceback_header():
     assert hit.after[:2] == ['  File "a.py", line 1, in f', "ValueError: bad"]
 
 
+@pytest.mark.parametrize("matcher_class", MATCHERS)
+def test_context_is_kept_when_a_needle_wanting_it_is_not_the_first_on_its_line(matcher_class):
+    text = b"NCCL WARN before the Traceback\nnext line\n"
+    hit = next(LogScanner(NEEDLES, matcher_class(NEEDLES)).scan(io.BytesIO(text)))
+    assert hit.needles == {0, 2} and hit.after[:1] == ["next line"]
+
+
 def test_one_endless_line_streams_in_bounded_memory_and_is_quoted_as_a_window():
     body = b"x" * (5 * SMALL_BLOCK) + b" NCCL WARN here " + b"y" * (3 * SMALL_BLOCK)
     long_lines = []
