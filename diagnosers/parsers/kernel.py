@@ -4,6 +4,8 @@ The OOM killer is also reported second-hand: SLURM's step daemon and systemd cou
 oom-kill events, Ray before 2.0 raised RayOutOfMemoryError. A process killed with SIGKILL (a
 shell's `Killed`, exit code 137 or -9) is usually the OOM killer's victim too, but timeouts and
 preemptions send the same signal, so that is a signal of its own and only a guess.
+SLURM's `Exceeded step memory limit at some point.` is no kill either: the cgroup's usage touched its limit once
+(page cache counts), and steps that completed print it too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ XID = "kernel.xid"
 GPU_FAULT = "gpu.fault"
 OOM_KILL = "kernel.oom-kill"
 OOM_REPORTED = "host.oom-reported"
+MEMORY_LIMIT_TOUCHED = "host.memory-limit-touched"
 SIGKILLED = "process.sigkilled"
 PROCESS_CRASH = "process.crash"
 
@@ -67,8 +70,10 @@ PATTERNS = (
         [
             "oom-kill event",
             "oom_kill event",
-            "memory limit at some point",
             "Exceeded job memory limit",
+            "Exceeded step memory limit",
+            "exceeded memory limit",
+            "exceeded virtual memory limit",
             "Out Of Memory",
             "OUT_OF_MEMORY",
             "killed by the OOM killer",
@@ -76,7 +81,8 @@ PATTERNS = (
             "RayOutOfMemoryError",
         ],
         r"(?P<what>Detected \d+ oom[-_]kill events?(?:\(s\))? in \S+.*"
-        r"|Exceeded (?:job|step) memory limit(?: at some point)?.*"
+        r"|Exceeded (?:job|step) memory limit(?! at some point)\b.*"
+        r"|(?:Job|Step) [\d.]+ exceeded (?:virtual )?memory limit \(\d+ > \d+\), being killed.*"
         r"|tasks? [\d,-]+: Out Of Memory|\bDUE TO OUT_OF_MEMORY\b.*|State:\s*OUT_OF_MEMORY\b.*"
         r"|killed by the OOM killer.*|Failed with result 'oom-kill'.*"
         r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
@@ -86,13 +92,24 @@ PATTERNS = (
             "slurmstepd: error: Detected 2 oom-kill event(s) in step 4412.0 cgroup.",
             "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM "
             "Killed.",
-            "slurmstepd: error: Exceeded step memory limit at some point.",
+            "slurmstepd: error: Exceeded job memory limit",
+            "slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed",
+            "slurmstepd: error: Step 4412.0 exceeded virtual memory limit (9437184 > 8388608), being killed",
             "srun: error: gpu-node-07: task 0: Out Of Memory",
             "State: OUT_OF_MEMORY (exit code 0)",
             "systemd[1]: train.service: A process of this unit has been killed by the OOM killer.",
             "systemd[1]: train.service: Failed with result 'oom-kill'.",
             "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-0-5 is used "
             "(29.9 / 31.4 GB).",
+        ],
+    ),
+    pattern(
+        MEMORY_LIMIT_TOUCHED,
+        ["memory limit at some point"],
+        r"(?P<what>Exceeded (?:job|step) memory limit at some point\b.*)",
+        [
+            "slurmstepd: error: Exceeded step memory limit at some point.",
+            "slurmstepd: Exceeded job memory limit at some point.",
         ],
     ),
     pattern(

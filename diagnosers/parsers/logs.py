@@ -12,6 +12,8 @@ from diagnosers.logscan import LogScanner, Needle
 from diagnosers.parsers import (
     cuda,
     failures,
+    horovod,
+    jax_dist,
     k8s_text,
     kernel,
     mlflow_log,
@@ -29,6 +31,8 @@ from diagnosers.parsers.tracebacks import HEADER, PythonException, parse_traceba
 LINE_PATTERNS: tuple[LinePattern, ...] = (
     *nccl.PATTERNS,
     *torch_dist.PATTERNS,
+    *horovod.PATTERNS,
+    *jax_dist.PATTERNS,
     *cuda.PATTERNS,
     *ray_log.PATTERNS,
     *kernel.PATTERNS,
@@ -156,20 +160,21 @@ class LogParser:
     def _match(
         self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
     ) -> Iterator[Signal]:
-        """Patterns see the tool's own text, behind any launcher's prefix; the quote keeps the whole line. A pattern
-        whose message wraps and does not match the line alone is tried on it joined with the lines `after` it."""
-        tool_text, _ = split_prefix(text)
-        shared: dict[str, str] | None = None
-        for index in candidates:
-            line_pattern = self._patterns[index]
-            attrs = line_pattern.match(tool_text)
-            if attrs is None and after and line_pattern.wraps:
-                attrs = _match_wrapped(line_pattern, tool_text, after)
-            if attrs is None:
-                continue
-            if shared is None:
-                shared = common_attrs(text, tool_text)
-            yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
+        """Patterns see the tool's own text, behind any launcher's prefix, one message at a time where a paste ran
+        several NCCL lines together; the quote keeps the whole line. A pattern whose message wraps and does not match
+        the line alone is tried on it joined with the lines `after` it."""
+        for message in nccl.pasted_messages(split_prefix(text)[0]):
+            shared: dict[str, str] | None = None
+            for index in candidates:
+                line_pattern = self._patterns[index]
+                attrs = line_pattern.match(message)
+                if attrs is None and after and line_pattern.wraps:
+                    attrs = _match_wrapped(line_pattern, message, after)
+                if attrs is None:
+                    continue
+                if shared is None:
+                    shared = common_attrs(text, message)
+                yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
 
 
 def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) -> dict[str, str] | None:

@@ -7,6 +7,8 @@ Lines look like `host:pid:tid [dev] NCCL INFO ...`, often behind a Ray prefix
 
 from __future__ import annotations
 
+import re
+
 from diagnosers.parsers.signals import pattern
 
 VERSION = "nccl.version"
@@ -14,6 +16,7 @@ NETWORK = "nccl.network"
 CHANNEL = "nccl.channel"
 ENV_DISABLED = "nccl.env-disabled"
 IB_DEVICE = "nccl.ib-device"
+FAST_NET_CONFIGURED = "nccl.fast-net-configured"
 INIT_COMPLETE = "nccl.init-complete"
 COMM_NODES = "nccl.comm-nodes"
 FAST_NET_MISSING = "nccl.fast-net-missing"
@@ -22,6 +25,28 @@ NETWORK_WARN = "nccl.network-warn"
 SYSTEM_ERROR = "nccl.system-error"
 DUPLICATE_GPU = "nccl.duplicate-gpu"
 HOST_SEEN = "nccl.host-seen"
+
+# A network plugin (aws-ofi-nccl, NCCL's own NET/Plugin loader) that was found but could not start: NCCL goes on
+# without it, so this is a fall-back, not a lost connection.
+_PLUGIN_INIT_FAILED = (
+    r"(?:[Ff]ailed to initiali[sz]e|[Ff]ailing initiali[sz]ation|initiali[sz]ation failed"
+    r"|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol|Only EFA provider is supported)"
+)
+# Where a line's NCCL message starts: `host:pid:tid [dev] NCCL INFO`, or `[dev] NCCL INFO` where a paste lost the rest.
+_MESSAGE_START = re.compile(r"(?:(?<!\S)[A-Za-z0-9][\w.-]*:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN)\b")
+
+
+def pasted_messages(text: str) -> list[str]:
+    """The NCCL messages of a line into which a paste ran several together (`... No device found. [0] NCCL INFO
+    NET/Socket : Using ...`), each from its marker to the next; the line itself when it holds one."""
+    if text.count("] NCCL ") < 2:
+        return [text]
+    starts = [found.start() for found in _MESSAGE_START.finditer(text)]
+    if len(starts) < 2:
+        return [text]
+    starts[0] = 0
+    return [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)], strict=True)]
+
 
 PATTERNS = (
     pattern(
@@ -83,9 +108,7 @@ PATTERNS = (
         # What NCCL prints when neither IB verbs nor a network plugin (aws-ofi-nccl, fastsocket) came up;
         # a plugin that is merely absent (`No plugin found`) is normal on IB clusters and is not matched.
         r"(?P<missing>NET/IB : No device found|Failed to open libibverbs\S*|Failed to initialize any NET plugin"
-        r"|NET/(?:OFI|Plugin)\s*:?\s.*?(?:[Ff]ailed to initiali[sz]e|[Ff]ailing initiali[sz]ation"
-        r"|initiali[sz]ation failed|[Cc]ouldn't find any optimal provider|[Uu]nable to find a protocol"
-        r"|Only EFA provider is supported))",
+        rf"|(?P<plugin>NET/(?:OFI|Plugin)\s*:?\s.*?{_PLUGIN_INIT_FAILED}))",
         [
             "ip-10-0-1-2:45:45 [0] NCCL INFO NET/IB : No device found.",
             "h1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
@@ -93,6 +116,17 @@ PATTERNS = (
             "h1:5:5 [0] init.cc:212 NCCL WARN Failed to initialize any NET plugin",
             "algo-1:7:8 [5] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
             "ip-10-0-0-112:8166:8166 [7] ofi_init:700 NCCL WARN NET/OFI Only EFA provider is supported",
+        ],
+    ),
+    pattern(
+        FAST_NET_CONFIGURED,
+        ["NCCL_IB_"],
+        # Whoever sets NCCL_IB_HCA, NCCL_IB_GID_INDEX and the like means the job to use InfiniBand/RoCE; NCCL 2.2x
+        # prints `NCCL_IB_HCA set to mlx5_0:1,...` as it parses the list.
+        r"NCCL INFO NCCL_IB_(?!DISABLE\b)(?P<setting>\w+) set (?:by environment )?to (?P<value>\S+)",
+        [
+            "[0] NCCL INFO NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1",
+            "h1:5:5 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.",
         ],
     ),
     pattern(
@@ -150,7 +184,8 @@ PATTERNS = (
         r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
         r"Call to (?:connect|recv|send|accept) failed|socket(?:Progress(?:Opt)?|Poll\w*|StartConnect|FinalizeAccept|"
         r"Connect|Accept)\b|Socket recv failed|Socket Timeout|Net : |"
-        r"NET/(?!Plugin)\w+\s*:?\s.*(?:error|failed|closed|timeout|unable|couldn't|could not)|ibv_\w+|"
+        rf"NET/(?!Plugin)\w+\s*:?\s(?!.*{_PLUGIN_INIT_FAILED}).*(?:error|failed|closed|timeout|unable|couldn't|"
+        r"could not)|ibv_\w+|"
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
         r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"

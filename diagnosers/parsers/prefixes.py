@@ -3,9 +3,9 @@
 A line of a multi-process job rarely reaches the bundle as the tool wrote it: mpirun tags it `[1,3]<stderr>:`,
 pdsh `node-3: `, torchrun `[rank3]:` or `[default0]:`, Ray `(RayTrainWorker pid=1234, ip=10.0.0.1) ` (and may
 end it with ` [repeated 15x across cluster]`), `kubectl logs --timestamps` an RFC3339 time, a CloudWatch or
-SageMaker export a `| timestamp |` or tab-separated time column, docker compose `trainer-1  | `, `srun --label`
-` 3: `, journald `Nov 22 10:42:17 host python[123]: `; often two or three of them nest. Patterns match the text
-after them; quotes keep the whole line.
+SageMaker export a `| timestamp |` or tab-separated time column, docker compose `trainer-1  | ` (and
+schedulers alike, `1469.worker.1  | `), `srun --label` ` 3: `, journald `Nov 22 10:42:17 host python[123]: `;
+often two or three of them nest. Patterns match the text after them; quotes keep the whole line.
 
 Each layer is recognised only in the shapes these tools print, so the tool's own text is never eaten: a
 `[E ProcessGroupNCCL.cpp:607]` header, a Python list `[1, 2]`, `RuntimeError: ...`, `urllib3.exceptions...: `,
@@ -45,9 +45,10 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("table_time", rf"\| *(?:{_ISO_TIME}|{_EPOCH_MS}) *\| *", False),
     ("tab_time", rf"(?:{_ISO_TIME}|{_EPOCH_MS})\t", False),
     ("kubectl_time", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ", False),
-    # Compose names a container `service-1` (v2) or `service_1` (v1): the index keeps a table's first column
-    # (`run_training_epoch  |  91.6 |`) from reading as a container.
-    ("compose", r"[A-Za-z0-9][\w.-]*[-_]\d+ +\| ", True),
+    # Compose names a container `service-1` (v2) or `service_1` (v1), and schedulers that print like it
+    # `1469.worker.1`: the index keeps a table's first column (`run_training_epoch  |  91.6 |`) from reading as a
+    # container.
+    ("compose", r"[A-Za-z0-9][\w.-]*[-_.]\d+ +\| ", True),
     ("srun_label", r" *\d+: ", True),
     ("pdsh", rf"{_PDSH_HOST}: ", True),
     # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`.

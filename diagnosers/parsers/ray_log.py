@@ -16,6 +16,9 @@ DASHBOARD_UNREACHABLE = "ray.dashboard-unreachable"
 # A job-submission client naming the dashboard it is about to call, and saying that the call went through.
 JOB_SUBMIT_ADDRESS = "ray.job-submit-address"
 JOB_SUBMITTED = "ray.job-submitted"
+# A traceback frame in Ray's job-submission client (`ray job submit`, JobSubmissionClient), read line by line so a
+# traceback cut before its exception still shows whose call it was.
+SUBMISSION_CLIENT_FRAME = "ray.submission-client-frame"
 
 _DEMAND = r"(?P<demand>\{[^{}]*\})"
 
@@ -202,13 +205,30 @@ PATTERNS = (
     ),
     pattern(
         JOB_SUBMIT_ADDRESS,
-        ["Using address http", "--address http", "--address=http", "RAY_ADDRESS="],
+        ["Using address http", "--address http", "--address=http", "RAY_ADDRESS=", "ray job submit"],
+        # Without an address the command still says that a submission was under way: a shell echoes it (`set -x`'s
+        # `+ `, a prompt's `$ `) at the start of the line, before what it prints.
         r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)"
-        r"|RAY_ADDRESS=[\"']?(?P<env_address>https?://[^\s\"']+)[\"']? ray job submit\b",
+        r"|RAY_ADDRESS=[\"']?(?P<env_address>https?://[^\s\"']+)[\"']? ray job submit\b"
+        r"|^(?:[+$#>] )?(?P<command>ray job submit)\b",
         [
             "Using address http://raycluster-head-svc:8265 (no port-forwarding)",
             "Ray command: [ray job submit --address http://127.0.0.1:8265 --working-dir ./ -- python train.py]",
             'RAY_ADDRESS="http://10.0.0.4:8265" ray job submit --working-dir ./ -- python script.py',
+            "+ ray job submit --runtime-env=verl/trainer/runtime_env.yaml --no-wait -- python3 -m verl.trainer.main",
+        ],
+    ),
+    pattern(
+        SUBMISSION_CLIENT_FRAME,
+        ["modules/job/sdk.py", "modules/job/cli", "modules/dashboard_sdk.py"],
+        # The client's files only: the dashboard's own (job_head.py, job_manager.py) run on the head, and their frames
+        # come back inside a 500 response's message.
+        r'^\s*File "[^"]*ray/dashboard/modules/(?:job/(?:sdk|cli|cli_utils)|dashboard_sdk)\.py", line \d+, in '
+        r"(?P<function>\w+)",
+        [
+            '  File "/usr/lib/python3.10/dist-packages/ray/dashboard/modules/job/sdk.py", line 254, in submit_job',
+            '  File "/opt/conda/lib/python3.9/site-packages/ray/dashboard/modules/dashboard_sdk.py", line 248, in '
+            "_check_connection_and_version",
         ],
     ),
     pattern(

@@ -3,7 +3,8 @@
 Reads: CUDA OOM messages and the traceback that raised them (was it the backward pass?), the
 Kubernetes OOMKilled/OOMKilling reasons and memory evictions, Ray's memory monitor kills,
 the kernel OOM killer and its reports (SLURM, systemd, Ray < 2.0), Python MemoryError, and a
-process killed with SIGKILL, which alone is only a guess at host OOM.
+process killed with SIGKILL, which alone is only a guess at host OOM. SLURM's `Exceeded ... memory limit at some
+point` proves no kill (completed steps print it): it only firms up that guess.
 """
 
 from __future__ import annotations
@@ -89,12 +90,16 @@ def _sigkilled(evidence: Evidence) -> Finding | None:
     signals = evidence.of(kernel.SIGKILLED)
     if not signals:
         return None
+    touched = evidence.of(kernel.MEMORY_LIMIT_TOUCHED)
+    limit = " SLURM also saw the step's memory reach its limit." if touched else ""
     detail = (
         f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9), which is "
-        "what the kernel's OOM killer sends when the host or container runs out of memory. Check the node's dmesg "
-        "or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise the memory limit or cut per-process "
-        "memory (fewer DataLoader workers, smaller prefetch, no full dataset in RAM)."
+        f"what the kernel's OOM killer sends when the host or container runs out of memory.{limit} Check the node's "
+        "dmesg or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise the memory limit or cut "
+        "per-process memory (fewer DataLoader workers, smaller prefetch, no full dataset in RAM)."
     )
-    found = finding(HOST_OOM, Severity.CRITICAL, 0.6, "Process killed (SIGKILL), likely out of memory", detail, signals)
+    confidence = 0.7 if touched else 0.6
+    title = "Process killed (SIGKILL), likely out of memory"
+    found = finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, [*signals, *touched[:1]])
     found.fallback = True
     return found

@@ -1,8 +1,9 @@
 """NCCL collectives: timeouts, broken connections, and slow transports.
 
-Reads: PyTorch watchdog and heartbeat lines (or only the watchdog's `checkTimeout` C++ frames), NCCL WARN
-lines, `ncclSystemError`/`ncclRemoteError`, and NCCL INFO init lines (`Using network`, `Channel ... via`,
-`NCCL_*_DISABLE set by environment`).
+Reads: PyTorch watchdog and heartbeat lines (or only the watchdog's `checkTimeout` C++ frames), Horovod's stall
+inspector (the ranks that reached a collective waiting for the ones that did not), NCCL WARN lines,
+`ncclSystemError`/`ncclRemoteError`, and NCCL INFO init lines (`Using network`, `Channel ... via`,
+`NCCL_*_DISABLE set by environment`, `NCCL_IB_*` settings, network plugins that failed to start).
 A timeout on every rank but one usually points at that one rank; the detail says so.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT, NCCL_TIMEOUT, Finding, Severity
-from diagnosers.parsers import nccl, torch_dist
+from diagnosers.parsers import horovod, nccl, step_lines, throughput, torch_dist
 from diagnosers.parsers.signals import Signal
 from diagnosers.rules.common import finding, first_attr, where
 
@@ -19,6 +20,9 @@ EMITS = (NCCL_TIMEOUT, NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT)
 # Inter-node NCCL over TCP sockets reaches a few GB/s against 25-50 GB/s per IB/EFA NIC
 # (NCCL's own performance notes), so Socket across nodes is the slow path worth naming.
 SLOW_NETWORKS = ("Socket",)
+# Lines a training loop prints as it makes progress: after a stall warning they show the collective completed.
+_PROGRESS = (step_lines.STEP_TIMING, throughput.STEP_RATE)
+_COMPLETED_STATES = ("SUCCEEDED", "COMPLETE", "COMPLETED")
 
 
 def check(evidence: Evidence) -> list[Finding]:
@@ -34,7 +38,7 @@ def _timeout(evidence: Evidence) -> Finding | None:
     hangs = evidence.of(torch_dist.WATCHDOG_HANG)
     frames = evidence.of(torch_dist.WATCHDOG_TIMEOUT_FRAME)
     if not timeouts and not hangs:
-        return _timeout_from_frames(frames)
+        return _timeout_from_frames(frames) or _horovod_stall(evidence)
     signals = timeouts or hangs
     operation = first_attr(timeouts, "op")
     limit_ms = first_attr(timeouts, "timeout_ms") or first_attr(timeouts, "wait_ms")
@@ -65,6 +69,45 @@ def _timeout_from_frames(frames: list[Signal]) -> Finding | None:
         "log of every rank to see the operation and the rank that never joined it."
     )
     return finding(NCCL_TIMEOUT, Severity.CRITICAL, 0.6, "NCCL collective timed out", detail, frames)
+
+
+def _horovod_stall(evidence: Evidence) -> Finding | None:
+    """Horovod's stall inspector on the ranks that reached a collective. A slow rank (a long validation or
+    checkpoint) draws the same warning and then catches up, so a run that made progress after the last warning, or
+    that completed, was not hung; one that Horovod shut down, or that kept warning, was."""
+    warnings = evidence.of(horovod.STALL_WARNING)
+    shutdown = evidence.of(horovod.STALL_SHUTDOWN)
+    if not warnings and not shutdown:
+        return None
+    if not shutdown and _made_progress_after(evidence, warnings):
+        return None
+    missing_lines = evidence.of(horovod.MISSING_RANKS)
+    missing = sorted({int(rank) for signal in missing_lines for rank in signal.get("missing").split(",")})
+    waited = first_attr(warnings, "stall_s")
+    named = f"rank {missing[0]}" if len(missing) == 1 else f"ranks {', '.join(map(str, missing[:8]))}"
+    who = f": {named} never submitted it" if missing else ""
+    detail = (
+        f"Horovod's stall inspector reports a collective that some ranks submitted and the others did not"
+        f"{f' for more than {waited} s' if waited else ''}{who}{where(warnings or shutdown)}. Look in the log of the "
+        "missing rank for what stopped it (a crash, an OOM, a data-dependent branch or a different set of tensors), "
+        "not in the ranks that are waiting."
+    )
+    stuck = bool(shutdown) or len(warnings) > 1 or evidence.meta.status.upper() == "FAILED"
+    severity = Severity.CRITICAL if stuck else Severity.WARNING
+    confidence = 0.8 if shutdown else 0.7 if stuck else 0.55
+    signals = [*shutdown, *warnings[:2], *missing_lines[:2]]
+    return finding(NCCL_TIMEOUT, severity, confidence, "Horovod collective stalled", detail, signals)
+
+
+def _made_progress_after(evidence: Evidence, warnings: list[Signal]) -> bool:
+    if evidence.meta.status.upper() in _COMPLETED_STATES:
+        return True
+    last: dict[str, int] = {}
+    for warning in warnings:
+        last[warning.quote.source] = max(last.get(warning.quote.source, 0), warning.quote.line)
+    return any(
+        signal.quote.line > last.get(signal.quote.source, signal.quote.line) for signal in evidence.of(*_PROGRESS)
+    )
 
 
 def _network_error(evidence: Evidence) -> Finding | None:
@@ -111,10 +154,16 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
             0.7,
             "GPUs on the same node exchange data over the network path (P2P and SHM unused)",
         )
-    elif fell_back:
+    elif fell_back and nodes > 1:
         confidence, cause = (
             0.75,
             f"NCCL found no IB/EFA device or network plugin and fell back to TCP sockets between {nodes} nodes",
+        )
+    elif fell_back:
+        confidence, cause = (
+            0.65,
+            "the job is set up for IB/EFA (NCCL_IB_* settings or a network plugin that failed to start), but NCCL "
+            "found no such device and fell back to TCP sockets; across nodes that is the slow path",
         )
     elif disabled:
         features = sorted({signal.get("feature") for signal in disabled})
@@ -129,6 +178,8 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
     evidence_signals: list[Signal] = [*disabled, *socket_networks, *socket_channels, *fell_back, *fast_devices]
     if nodes > 1 and not socket_channels:
         evidence_signals += [signal for signal in evidence.of(nccl.COMM_NODES) if int(signal.get("nodes")) > 1][:1]
+    elif fell_back:
+        evidence_signals += evidence.of(nccl.FAST_NET_CONFIGURED)[:1]
     return finding(
         NCCL_SLOW_TRANSPORT,
         Severity.WARNING,
@@ -142,9 +193,12 @@ def _slow_transport(evidence: Evidence) -> Finding | None:
 def _fell_back_to_sockets(evidence: Evidence, nodes: int) -> list[Signal]:
     """The lines that show NCCL settled for sockets across nodes when it never says `Using network Socket`:
     no IB device or plugin, or only a `NET/Socket : Using [0]eth0` interface. On one node the job uses P2P/SHM
-    and these lines are harmless; any sign of IB/EFA or another network in use rules the fall-back out."""
+    and these lines are harmless, unless the job was set up for a fast network that did not come up (NCCL_IB_*
+    settings, a network plugin that failed to start) and NCCL took sockets instead; any sign of IB/EFA or another
+    network in use rules the fall-back out. A communicator's rank count does not stand in for the nodes: one
+    DGX-2/HGX-2 host holds 16 GPUs."""
     net_channels = [signal for signal in evidence.of(nccl.CHANNEL) if signal.get("transport").startswith("NET/")]
-    if nodes < 2 and not net_channels:
+    if nodes < 2 and not net_channels and not _fast_network_missed(evidence):
         return []
     fast_in_use = (
         evidence.of(nccl.IB_DEVICE)
@@ -154,6 +208,16 @@ def _fell_back_to_sockets(evidence: Evidence, nodes: int) -> list[Signal]:
     if fast_in_use:
         return []
     return [*evidence.of(nccl.FAST_NET_MISSING), *evidence.of(nccl.SOCKET_INTERFACE)]
+
+
+def _fast_network_missed(evidence: Evidence) -> bool:
+    configured = evidence.of(nccl.FAST_NET_CONFIGURED) or any(
+        signal.get("plugin") for signal in evidence.of(nccl.FAST_NET_MISSING)
+    )
+    on_sockets = evidence.of(nccl.SOCKET_INTERFACE) or any(
+        signal.get("network") in SLOW_NETWORKS for signal in evidence.of(nccl.NETWORK)
+    )
+    return bool(configured and on_sockets)
 
 
 def _node_count(evidence: Evidence) -> int:

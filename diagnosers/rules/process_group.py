@@ -2,14 +2,16 @@
 
 Reads: torch.distributed `env://` errors (`MASTER_ADDR expected, but not set`), rendezvous and
 c10d store errors (timeouts waiting for clients, cannot connect to the master), invalid-rank
-messages and NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong).
+messages and NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong); JAX's
+coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous).
 """
 
 from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import RANK_CONFIG, Finding, Severity
-from diagnosers.parsers import nccl, torch_dist
+from diagnosers.parsers import jax_dist, nccl, torch_dist
+from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr
 
 EMITS = (RANK_CONFIG,)
@@ -20,8 +22,10 @@ def check(evidence: Evidence) -> list[Finding]:
     duplicate = evidence.of(nccl.DUPLICATE_GPU)
     invalid = evidence.of(torch_dist.INVALID_RANK)
     rendezvous = evidence.of(torch_dist.RENDEZVOUS_FAILED)
-    signals = [*missing, *duplicate, *invalid, *rendezvous]
-    if not signals:
+    coordination = evidence.of(jax_dist.COORDINATION_FAILED)
+    jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
+    signals = [*missing, *duplicate, *invalid, *rendezvous, *coordination]
+    if not signals and not jax_init:
         return []
     if missing:
         variable = first_attr(missing, "variable") or first_attr(missing, "key")
@@ -35,6 +39,14 @@ def check(evidence: Evidence) -> list[Finding]:
     elif invalid:
         cause = "a rank number is outside the world size or the ranks disagree on it"
         fix = "Make WORLD_SIZE equal workers x GPUs per worker and derive RANK from the launcher, not by hand."
+    elif coordination or jax_init:
+        said = first_attr(coordination, "error") or jax_init[0].message
+        cause = "the JAX processes could not rendezvous through the coordination service: " + said[:200]
+        fix = (
+            "Start every process (num_processes of them, each with its own process_id), check that "
+            "coordinator_address names process 0's host and a port the others can reach, and look in the log of a "
+            "process named in `Timed out task names` for why it never joined."
+        )
     else:
         cause = "the ranks could not rendezvous: " + first_attr(rendezvous, "error")[:200]
         fix = (
@@ -42,4 +54,11 @@ def check(evidence: Evidence) -> list[Finding]:
             "(a missing pod leaves the others waiting), and that WORLD_SIZE matches the number of ranks."
         )
     detail = f"The process group is misconfigured: {cause}. {fix}"
-    return [finding(RANK_CONFIG, Severity.CRITICAL, 0.85, "Process group misconfigured", detail, signals)]
+    quotes = [exception.quote for exception in jax_init[:1]]
+    return [finding(RANK_CONFIG, Severity.CRITICAL, 0.85, "Process group misconfigured", detail, signals, quotes)]
+
+
+def _raised_by_jax_initialize(exception: PythonException) -> bool:
+    return any(
+        frame.file.endswith("jax/_src/distributed.py") and frame.function == "initialize" for frame in exception.frames
+    )

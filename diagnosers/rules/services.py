@@ -1,9 +1,9 @@
 """Services the run depends on: the MLflow tracking server and the Ray dashboard.
 
 Reads: MLflow client errors (connection refused, timeouts, 5xx, 429 rate limiting, with urllib3's cause on
-the next lines where a wrapped message left it), Ray dashboard connection errors (`ray job submit`, KubeRay's
-operator, requests to :8265), and bundle.json's source statuses, where the collector itself could not reach
-the service.
+the next lines where a wrapped message left it), Ray dashboard connection errors (`ray job submit` and its client's
+traceback frames, KubeRay's operator, requests to :8265), and bundle.json's source statuses, where the collector
+itself could not reach the service.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ _SUBMISSION_CLIENT_FILES = ("dashboard/modules/", "dashboard_sdk", "job_submissi
 _EXCEPTION_LINE = re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.]*(?:Error|Exception): ")
 # How far below an MLflow line a wrapped message's cause may sit.
 _WRAPPED_LINES = 4
+# How far below a connection error the tracebacks chained to it (`The above exception was the direct cause ...`)
+# may reach the submission client's frames: urllib3, requests and Ray's client add a few dozen lines.
+_CHAINED_LINES = 80
 # The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
 _DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
 
@@ -110,15 +113,27 @@ def _wrapped_causes(causes: list[Signal], signals: list[Signal]) -> list[Signal]
 
 
 def _submission_refused(evidence: Evidence) -> list[Quote]:
-    """Connection errors raised by a job-submission client: its traceback runs through Ray's submission SDK, or
-    it follows the line naming the dashboard address it was about to call with no successful submission between
-    (a job's own connection errors, printed after `submitted successfully`, are not the dashboard's)."""
+    """Connection errors raised by a job-submission client: its traceback runs through Ray's submission SDK (or a
+    traceback chained below it does, even one cut before its own exception), or it follows the `ray job submit`
+    line or the dashboard address the client was about to call with no successful submission between (a job's own
+    connection errors, printed after `submitted successfully`, are not the dashboard's)."""
     return [
         exception.quote
         for exception in evidence.exceptions
         if exception.short_type in _CONNECTION_ERRORS
-        and (_through_submission_client(exception) or _while_submitting(evidence, exception.quote))
+        and (
+            _through_submission_client(exception)
+            or _chained_to_submission_client(evidence, exception.quote)
+            or _while_submitting(evidence, exception.quote)
+        )
     ]
+
+
+def _chained_to_submission_client(evidence: Evidence, at: Quote) -> bool:
+    return any(
+        frame.quote.source == at.source and 0 < frame.quote.line - at.line <= _CHAINED_LINES
+        for frame in evidence.of(ray_log.SUBMISSION_CLIENT_FRAME)
+    )
 
 
 def _through_submission_client(exception: PythonException) -> bool:

@@ -5,7 +5,7 @@ import io
 import pytest
 
 from diagnosers.logscan import RegexMatcher
-from diagnosers.parsers import ray_log
+from diagnosers.parsers import nccl, ray_log
 from diagnosers.parsers.logs import LINE_PATTERNS, LogParser
 
 EXAMPLES = [(pattern.kind, example) for pattern in LINE_PATTERNS for example in pattern.examples]
@@ -105,3 +105,16 @@ def test_a_wrapped_message_is_read_joined_and_quotes_its_first_line(parser, line
 def test_lines_are_joined_only_within_one_message(parser, log, lines):
     signals = parser.parse("a.log", io.BytesIO(log.encode())).signals
     assert [signal.quote.line for signal in signals if signal.kind == ray_log.INFEASIBLE_DEMAND] == lines
+
+
+def test_nccl_lines_pasted_into_one_are_read_one_message_at_a_time(parser):
+    line = (
+        "gpu-a:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0> gpu-b:3:4 [0] NCCL INFO Bootstrap : Using "
+        "eth0:10.0.0.6<0> gpu-b:3:4 [0] NCCL INFO NET/IB : No device found. [0] NCCL INFO Using network Socket"
+    )
+    signals = parser.parse("a.log", io.BytesIO(f"before\n{line}\n".encode())).signals
+    assert {signal.get("host") for signal in signals if signal.kind == nccl.HOST_SEEN} == {"gpu-a", "gpu-b"}
+    by_kind = {signal.kind: signal for signal in signals}
+    assert by_kind[nccl.NETWORK].get("network") == "Socket"
+    assert by_kind[nccl.FAST_NET_MISSING].get("host") == "gpu-b"
+    assert {(signal.quote.line, signal.quote.text) for signal in signals} == {(2, line)}

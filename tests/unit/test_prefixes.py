@@ -42,6 +42,8 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
         "2023-11-22T10:42:17.123+01:00\t",
         "trainer-1  | ",
         "trainer_1      | ",
+        "1469.worker.1  | ",
+        "1469.worker.1  | [2019-06-04T16:49:20Z] ",
         " 3: ",
         "12: ",
         "Nov 22 10:42:17 gpu-07 python[123]: ",

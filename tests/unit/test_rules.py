@@ -685,3 +685,83 @@ def test_a_long_training_log_keeps_its_failure_and_bounds_its_timing_lines(tmp_p
     assert "logs/train.log" not in evidence.sources
     assert len(evidence.signals["step.timing"]) == 2 * STEP_LINES_KEPT
     assert {"nccl-timeout", "compute-bound"} <= {one.id for one in diagnose(evidence).findings}
+
+
+HOROVOD_STALL = (
+    "[2021-02-02 21:19:07.345988: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be "
+    "reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
+    "seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of "
+    "ranks is submitting tensors, which will cause deadlock. "
+)
+
+
+def test_a_horovod_stall_the_run_got_over_is_no_timeout(tmp_path):
+    files = {
+        "logs/rank0.log": f"{HOROVOD_STALL}\nStalled ranks:\n1: [HorovodAllreduce_grads_0]\n"
+        "110\timages/sec: 204.8 +/- 0.1 (jitter = 0.6)\t9.228"
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert "nccl-timeout" not in {one.id for one in diagnosis.findings}
+
+
+def test_a_horovod_stall_that_shuts_the_job_down_is_a_critical_timeout(tmp_path):
+    files = {
+        "logs/rank0.log": f"{HOROVOD_STALL}\nStalled ranks:\n1!: [HorovodAllreduce_grads_0]\n"
+        'One or more rank (marked by "!") is stalled for longer than 600 seconds. Will shutdown.\n'
+        "110\timages/sec: 204.8 +/- 0.1 (jitter = 0.6)\t9.228"
+    }
+    found = {one.id: one for one in diagnose(load_bundle(make(tmp_path, files))).findings}
+    assert found["nccl-timeout"].severity == "critical"
+    assert any("Will shutdown" in quote.text for quote in found["nccl-timeout"].evidence)
+
+
+def test_a_horovod_stall_names_the_missing_ranks(tmp_path):
+    files = {
+        "logs/rank0.log": f"WARNING: {HOROVOD_STALL}\nStalled ops:\nHorovodAllreduce_grads_0 [missing ranks: 3, 5]"
+    }
+    found = {one.id: one for one in diagnose(load_bundle(make(tmp_path, files))).findings}
+    assert "ranks 3, 5 never submitted it" in found["nccl-timeout"].detail
+
+
+def test_memory_limit_reached_at_some_point_only_firms_up_a_sigkill(tmp_path):
+    touched = "slurmstepd: error: Exceeded step memory limit at some point."
+    alone = diagnose(load_bundle(make(tmp_path / "alone", {"logs/slurm.out": touched})))
+    assert "host-oom" not in {one.id for one in alone.findings}
+    killed = diagnose(load_bundle(make(tmp_path / "killed", {"logs/slurm.out": f"Killed\n{touched}"})))
+    host_oom = next(one for one in killed.findings if one.id == "host-oom")
+    assert host_oom.confidence == 0.7
+    assert any(quote.text == touched for quote in host_oom.evidence)
+
+
+def test_any_exception_from_jax_distributed_initialize_is_a_rendezvous_failure(tmp_path):
+    files = {
+        "logs/train.log": "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 9, in <module>\n'
+        "    jax.distributed.initialize()\n"
+        '  File "/usr/lib/python3.11/site-packages/jax/_src/distributed.py", line 196, in initialize\n'
+        "    global_state.initialize(coordinator_address, num_processes, process_id,\n"
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Unexpected reply from the service"
+    }
+    found = {one.id: one for one in diagnose(load_bundle(make(tmp_path, files))).findings}
+    assert found["rank-config"].evidence[0].line == 6
+    assert "coordination service" in found["rank-config"].detail
+
+
+def test_an_ib_setting_with_no_ib_device_on_sockets_is_a_fall_back_even_on_one_host(tmp_path):
+    files = {
+        "logs/a.log": "node-a:1:1 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.\n"
+        "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+        "node-a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>"
+    }
+    found = {one.id: one for one in diagnose(load_bundle(make(tmp_path, files))).findings}
+    assert found["nccl-slow-transport"].confidence == 0.65
+
+
+def test_a_network_plugin_that_failed_to_start_is_no_lost_connection(tmp_path):
+    files = {
+        "logs/a.log": "algo-1:7:8 [5] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization "
+        "failed\nalgo-1:7:8 [5] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>\n"
+        "algo-1:7:8 [5] NCCL INFO Using network Socket"
+    }
+    ids = [one.id for one in diagnose(load_bundle(make(tmp_path, files))).findings]
+    assert ids == ["nccl-slow-transport"]

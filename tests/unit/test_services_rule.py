@@ -86,3 +86,25 @@ def test_an_http_cause_far_from_any_mlflow_line_is_not_mlflow(tmp_path):
     )
     assert [quote.line for quote in found[MLFLOW_UNREACHABLE].evidence] == [1]
     assert "rate limiting" not in found[MLFLOW_UNREACHABLE].detail
+
+
+CHAINED_TO_THE_CLIENT = [
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/ray/dashboard/modules/job/cli.py", line 273, in submit',
+    "    job_id = client.submit_job(",
+    '  File "/opt/conda/lib/python3.10/site-packages/ray/dashboard/modules/job/sdk.py", line 246, in submit_job',
+]
+
+
+def test_a_refused_connection_chained_to_a_cut_submission_client_traceback_is_the_dashboard(tmp_path):
+    found = findings(tmp_path, *REFUSED, *CHAINED_TO_THE_CLIENT)
+    assert found[DASHBOARD_UNREACHABLE].severity == Severity.CRITICAL
+    assert found[DASHBOARD_UNREACHABLE].evidence[0].text == REFUSED[-1]
+
+
+def test_a_refused_connection_after_an_echoed_ray_job_submit_is_the_dashboard(tmp_path):
+    found = findings(tmp_path, "+ ray job submit --no-wait -- python3 -m verl.trainer.main_ppo", *REFUSED)
+    assert found[DASHBOARD_UNREACHABLE].severity == Severity.CRITICAL
