@@ -8,9 +8,11 @@ process killed with SIGKILL, which alone is only a guess at host OOM.
 
 from __future__ import annotations
 
+from signal import SIGKILL
+
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
-from diagnosers.parsers import cuda, k8s_text, kernel, ray_log
+from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where
 
@@ -86,11 +88,17 @@ def _host_oom(evidence: Evidence) -> Finding | None:
 def _sigkilled(evidence: Evidence) -> Finding | None:
     """A SIGKILL with no word of memory: most often the OOM killer, so say it, but only where nothing else
     explains the failure (a timeout or a preemption sends the same signal)."""
-    signals = evidence.of(kernel.SIGKILLED)
+    launched = [
+        signal
+        for signal in evidence.of(failures.KILLED_BY_SIGNAL)
+        if failures.killed_by_launcher_report(signal) and failures.signal_number(signal) == SIGKILL
+    ]
+    signals = [*evidence.of(kernel.SIGKILLED), *launched]
     if not signals:
         return None
     detail = (
-        f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9), which is "
+        f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9, an MPI "
+        "launcher's signal 9), which is "
         "what the kernel's OOM killer sends when the host or container runs out of memory. Check the node's dmesg "
         "or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise the memory limit or cut per-process "
         "memory (fewer DataLoader workers, smaller prefetch, no full dataset in RAM)."
