@@ -12,6 +12,8 @@ from diagnosers.parsers.signals import pattern
 OUT_OF_MEMORY = "cuda.out-of-memory"
 HANDLED_OUT_OF_MEMORY = "cuda.out-of-memory-handled"
 NO_DEVICE = "cuda.no-device"
+# NGC containers' start-up banner: printed on every start without a driver, also where CPU-only was meant.
+DRIVER_NOT_DETECTED_BANNER = "cuda.driver-not-detected-banner"
 PYTORCH_DATALOADER = "torch.dataloader-died"
 
 PATTERNS = (
@@ -145,6 +147,14 @@ PATTERNS = (
             "yet initialized",
             "I0523 10:00:00.000000 1 main.go:256] No devices found. Waiting indefinitely.",
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+        ],
+    ),
+    pattern(
+        DRIVER_NOT_DETECTED_BANNER,
+        ["NVIDIA Driver was not detected"],
+        r"(?P<error>The NVIDIA Driver was not detected\.\s+GPU functionality will not be available\.?)",
+        [
+            "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
         ],
     ),
     pattern(

@@ -4,7 +4,10 @@ These say that something failed without saying why; the unrecognised rule quotes
 other rule knows the cause. A process killed by a signal says a little more (the workers rule
 reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its agent's
 `Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
-subprocess's `died with <Signals.SIGKILL: 9>`. An exit code of -15 is left out: the elastic agent
+subprocess's `died with <Signals.SIGKILL: 9>`, and MPI launchers in their own words: MPICH/Hydra's and Intel MPI's
+`BAD TERMINATION` box (`=   EXIT CODE: 9`, which is the signal's number, `=   KILLED BY SIGNAL: 9 (Killed)`,
+`EXIT STRING: Killed (signal 9)`), Open MPI's `exited on signal 9 (Killed)`, srun's `task 3: Killed`. An exit code
+of -15 is left out: the elastic agent
 sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
 is a person pressing Ctrl-C, not a worker dying.
 
@@ -21,6 +24,7 @@ fallback reports one needle where two start at the same place.
 from __future__ import annotations
 
 import re
+import signal as signals_module
 from collections.abc import Sequence
 
 from diagnosers.findings import Quote
@@ -33,6 +37,8 @@ NONZERO_EXIT = "failure.nonzero-exit"
 KILLED_BY_SIGNAL = "failure.killed-by-signal"
 EXCEPTION_LINE = "failure.exception-line"
 TRACEBACK_FRAME = "failure.traceback-frame"
+# The run's own word that it ended well; a warning printed near it did not stop it.
+RUN_SUCCEEDED = "failure.run-succeeded"
 
 # A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
 _FRAME_GAP = 3
@@ -52,7 +58,15 @@ PATTERNS = (
     ),
     pattern(
         NONZERO_EXIT,
-        ["exit code", "exit status", "exited with code", "exitcode", "Exit code", "exits with return code"],
+        [
+            "exit code",
+            "exit status",
+            "exited with code",
+            "exitcode",
+            "Exit code",
+            "EXIT CODE",
+            "exits with return code",
+        ],
         r"(?i:exit(?:ed with)? ?(?:code|status)|exitcode|exits with return code)"
         r"\s*[:=]?\s*(?P<code>-?(?!139\b)[1-9]\d*)\b",
         [
@@ -90,6 +104,22 @@ PATTERNS = (
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
+    # MPI launchers and srun report a rank's end from outside the process, as a shell reports its child's.
+    pattern(
+        KILLED_BY_SIGNAL,
+        ["EXIT CODE", "KILLED BY SIGNAL", "(signal ", "exited on signal", ": Killed"],
+        # Hydra reports a signalled rank's signal as its exit code; other codes there are the rank's own exit.
+        r"(?:^=\s+EXIT CODE: (?=(?:6|7|9|11)\s*$)|^=\s+KILLED BY SIGNAL: |EXIT STRING: .*\(signal (?=\d+\))"
+        r"|\bexited on signal )(?!2\b)(?P<launcher_signal>\d+)"
+        r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$",
+        [
+            "=   EXIT CODE: 9",
+            "=   KILLED BY SIGNAL: 9 (Killed)",
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
+            "mpirun noticed that process rank 3 with PID 123 on node node01 exited on signal 9 (Killed).",
+            "srun: error: gpu-node-07: task 3: Killed",
+        ],
+    ),
     pattern(
         EXCEPTION_LINE,
         ["Error:", "Exception:", "Interrupt:", "Exit:", "Error):", "Exception):"],
@@ -106,12 +136,48 @@ PATTERNS = (
         ],
     ),
     pattern(
+        RUN_SUCCEEDED,
+        [
+            "success!",
+            "SUCCESS!",
+            "raining finished",
+            "raining completed",
+            "raining complete",
+            "raining done",
+            "Finished training",
+            "succeeded",
+            "SUCCEEDED",
+        ],
+        r"^(?:success|SUCCESS)!\s*$|\b[Tt]raining (?:finished|complete[d.]?|done)(?:\s|[.!]|$)|\bFinished training\b"
+        r"|\bJob '?[\w-]+'? succeeded\b|(?:Status for job|Job) '[\w-]+': SUCCEEDED\b",
+        [
+            "success!",
+            "Training finished. Final loss 0.412",
+            "2024-05-01 10:00:00 INFO Training completed in 3h 12m",
+            "Job 'raysubmit_V3pgxPzLr1d8vXJc' succeeded",
+            "Status for job 'raysubmit_V3pgxPzLr1d8vXJc': SUCCEEDED",
+        ],
+    ),
+    pattern(
         TRACEBACK_FRAME,
         ['File "'],
         FRAME.pattern,
         ['  File "/usr/lib/python3/site-packages/ray/_private/runtime_env/pip.py", line 542, in modify_context'],
     ),
 )
+
+
+def signal_number(signal: Signal) -> int | None:
+    """The signal a KILLED_BY_SIGNAL line names; srun's bare `Killed` is SIGKILL."""
+    if signal.get("killed"):
+        return int(signals_module.SIGKILL)
+    number = signal.get("signal") or signal.get("launcher_signal")
+    return int(number) if number.isdigit() else None
+
+
+def killed_by_launcher_report(signal: Signal) -> bool:
+    """An MPI launcher or srun reported the signal, as a shell reports `Killed`."""
+    return bool(signal.get("killed") or signal.get("launcher_signal"))
 
 
 def with_exceptions_without_header(signals: Sequence[Signal], read: Sequence[PythonException]) -> list[PythonException]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
 from diagnosers.findings import Quote
@@ -52,6 +53,13 @@ STEP_LINES_KEPT = 2_000
 # How many lines after a candidate line a wrapped message may continue on: a terminal 80 columns wide breaks a
 # 240-character message in three.
 WRAPPED_LINES = 2
+_SENTENCE_END = re.compile(r"[.:;!?)\]}>\"']\s*$")
+# A line that begins a record of its own rather than continuing the one above: a timestamp, a glog or bracketed
+# header, a log level, an exception or a traceback.
+_RECORD_START = re.compile(
+    r"\d{4}[-/]\d\d[-/]\d\d|[IWEF]\d{4} |\[|(?:DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b"
+    r"|Traceback \(|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b"
+)
 
 
 @dataclass(slots=True)
@@ -114,6 +122,10 @@ class LogParser:
         def on_binary(line: int) -> None:
             parsed.binary_at = line
 
+        # The first line of a message that a terminal broke over the next lines, and its last line: a match on those
+        # lines quotes the line the message began on.
+        head: Quote | None = None
+        head_end = 0
         try:
             for hit in self._scanner.scan(stream, on_long_line, on_binary):
                 candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
@@ -128,7 +140,13 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                parsed.signals.extend(self._match(source, hit.line, hit.text, candidates, hit.after))
+                matched = list(self._matches(source, hit.line, hit.text, candidates, hit.after))
+                signals = [signal for _, signal in matched]
+                if head is not None and head.line < hit.line <= head_end:
+                    signals = [replace(signal, quote=head) for signal in signals]
+                elif any(line_pattern.wraps for line_pattern, _ in matched):
+                    head, head_end = Quote(source, hit.line, hit.text), hit.line + _continued_lines(hit.text, hit.after)
+                parsed.signals.extend(signals)
         finally:
             parsed.exceptions[:] = failures.with_exceptions_without_header(parsed.signals, parsed.exceptions)
             parsed.signals.extend(parsed.latest_step_lines)
@@ -160,6 +178,11 @@ class LogParser:
     def _match(
         self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
     ) -> Iterator[Signal]:
+        return (signal for _, signal in self._matches(source, line, text, candidates, after))
+
+    def _matches(
+        self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
+    ) -> Iterator[tuple[LinePattern, Signal]]:
         """Patterns see the tool's own text, behind any launcher's prefix, one message at a time where a paste ran
         several NCCL lines together; the quote keeps the whole line. A pattern whose message wraps and does not match
         the line alone is tried on it joined with the lines `after` it."""
@@ -174,7 +197,22 @@ class LogParser:
                     continue
                 if shared is None:
                     shared = common_attrs(text, message)
-                yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
+                yield line_pattern, Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
+
+
+def _continued_lines(first: str, after: Sequence[str]) -> int:
+    """How many of the lines `after` a message of a wrapping pattern continues on: one cut mid-sentence goes on over
+    lines that start no record of their own (no prefix, indent, log level, exception or traceback of their own)."""
+    if _SENTENCE_END.search(split_prefix(first)[0]):
+        return 0
+    count = 0
+    for line in after[:WRAPPED_LINES]:
+        if not line.strip() or line[0].isspace() or split_prefix(line)[1] or _RECORD_START.match(line):
+            break
+        count += 1
+        if _SENTENCE_END.search(line):
+            break
+    return count
 
 
 def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) -> dict[str, str] | None:

@@ -99,6 +99,18 @@ PATTERNS = (
             "because the detector has missed too many heartbeats from it.",
         ],
     ),
+    # Ray 2.x's driver on its raylet's unexpected end; the list of possible reasons after it (SIGKILL, the OOM killer,
+    # SIGSEGV) names no cause, and a terminal often breaks it onto the next line.
+    pattern(
+        NODE_DIED,
+        ["Raylet is terminated"],
+        r"(?P<what>Raylet is terminated\b)(?::.*?\bip=(?P<ip>[\d.]+))?",
+        [
+            "2022-10-17 14:23:59,720 WARNING worker.py:1839 -- Raylet is terminated: ip=10.0.0.7, id=c28cee44b5cd67e7. "
+            "Termination is unexpected. Possible reasons include: (1) SIGKILL by the user or system",
+        ],
+        wraps=True,
+    ),
     pattern(
         JOB_FAILED,
         [" failed", "status=FAILED", "FAILED", "TrainingFailedError"],
@@ -137,13 +149,20 @@ PATTERNS = (
             "No available node types",
             "Infeasible",
             "could not find a node type",
+            "failed to schedule because there are not enough resources",
         ],
         # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them;
         # Ray 1.x's autoscaler ends its line at `request:` and lists the bundles on the next. The needles stop short of
-        # the message's end, so a wrap later in it leaves them whole for the joined lines to match.
+        # the message's end, so a wrap later in it leaves them whole for the joined lines to match. The raylet and
+        # GCS name the shapes first and the verdict after: Ray 1.x's `cannot be scheduled right now. It requires
+        # {GPU: 1.000000}, {CPU: 1.000000} for placement` (0.8: `for execution and ... for placement`), 2.4x's
+        # `Tasks or actors with resource shapes [{...}] failed to schedule because there are not enough resources for
+        # the tasks or actors on the whole cluster`.
         r"(?:resource request cannot be scheduled right now: |No available node types can fulfill resource "
         r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request:\s*\[)"
-        r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND,
+        r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND + r"|cannot be scheduled right now\. It requires "
+        r"(?P<placement>\{[^{}]*\}(?:, \{[^{}]*\})*) for (?:execution|placement)"
+        r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources",
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
@@ -155,6 +174,11 @@ PATTERNS = (
             "request: [{'GPU': 1.0}]. Please specify a node type with the necessary resources.",
             "2021-03-08 13:22:17,520\tWARNING resource_demand_scheduler.py:643 -- The autoscaler could not find a node "
             "type to satisfy the request: [{'GPU': 8.0}]",
+            "The actor or task with ID ffffffffffffffff45b95b1c0100 cannot be scheduled right now. It requires "
+            "{GPU: 1.000000}, {CPU: 1.000000} for placement, however the cluster currently cannot provide the "
+            "requested resources.",
+            "The actor is not schedulable: Tasks or actors with resource shapes [{GPU: 8, CPU: 1}] failed to schedule "
+            "because there are not enough resources for the tasks or actors on the whole cluster.",
         ],
         wraps=True,
     ),

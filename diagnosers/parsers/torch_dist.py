@@ -7,6 +7,9 @@ timeout` without the word Watchdog. Numbers are optional groups so every form ma
 The ranks that did not time out themselves say so in other words: `Some NCCL operations have failed
 or timed out` (1.8+), `Timeout at NCCL work: N` and `Received a dump signal due to a collective timeout`
 (2.4+).
+c10d's TCPStore client says in several verbs that it cannot reach the store: `has failed to connect to any
+network address`, `has timed out after 600s while trying to connect to`, the server's `has failed to listen on any
+local network address`, and before them each retry's `has failed to connect to [host]:port (errno: 111 - ...)`.
 A paste may hold only the watchdog's C++ stack: `c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout` and `Exception
 raised from checkTimeout` are the timeout's own; `watchdogHandler` and `ncclCommWatchdog` frames are not, the
 watchdog rethrows CUDA and NCCL errors through them too (pytorch#126544, vllm#2682).
@@ -20,6 +23,8 @@ COLLECTIVE_TIMEOUT = "torch.collective-timeout"
 WATCHDOG_HANG = "torch.watchdog-hang"
 WATCHDOG_TIMEOUT_FRAME = "torch.watchdog-timeout-frame"
 RENDEZVOUS_FAILED = "torch.rendezvous-failed"
+# One failed attempt of c10d's client socket, which retries until its timeout: alone it is only a warning.
+RENDEZVOUS_RETRY = "torch.rendezvous-retry"
 ENV_NOT_SET = "torch.env-not-set"
 INVALID_RANK = "torch.invalid-rank"
 
@@ -144,6 +149,20 @@ PATTERNS = (
             "  what():  connect() timed out",
             "RuntimeError: Socket Timeout",
             "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+        ],
+    ),
+    pattern(
+        RENDEZVOUS_RETRY,
+        ["socket has failed to connect to"],
+        # errno 22 and 97 (and WinSock's 10047) are the attempt on an address family the host lacks (IPv6 for
+        # `localhost`); the socket goes on to the next address, so they say nothing about the store.
+        r"(?P<error>client socket has failed to connect to (?!any network address)\S+"
+        r" \((?:errno|system error): (?!(?:22|97|10047)\b)\d+\b.*)",
+        [
+            "[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client socket has failed to connect "
+            "to [kubernetes.docker.internal]:12345 (system error: 10049 - unknown error).",
+            "[W socket.cpp:663] [c10d] The client socket has failed to connect to [master-0]:29500 (errno: 111 - "
+            "Connection refused).",
         ],
     ),
     pattern(

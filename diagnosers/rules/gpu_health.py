@@ -1,6 +1,7 @@
 """GPU health: no GPU visible at all, or the GPU reported a fault (XID, ECC, fell off the bus).
 
-Reads: CUDA/driver/NVML/nvidia-smi messages, kernel `NVRM: Xid` lines, and dcgm-exporter's
+Reads: CUDA/driver/NVML/nvidia-smi messages, NGC containers' `The NVIDIA Driver was not detected` banner (a
+cause only where the job failed after it), kernel `NVRM: Xid` lines, and dcgm-exporter's
 DCGM_FI_DEV_XID_ERRORS series (its value is the last XID seen on that GPU).
 """
 
@@ -10,7 +11,8 @@ import re
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_NOT_DETECTED, XID_ERROR, Finding, Quote, Severity
-from diagnosers.parsers import cuda, kernel
+from diagnosers.parsers import cuda, failures, kernel, ray_log
+from diagnosers.parsers.signals import Signal
 from diagnosers.rules.common import finding, where
 
 EMITS = (GPU_NOT_DETECTED, XID_ERROR)
@@ -49,7 +51,9 @@ def check(evidence: Evidence) -> list[Finding]:
 
 
 def _not_detected(evidence: Evidence) -> Finding | None:
-    signals = evidence.of(cuda.NO_DEVICE)
+    errors = evidence.of(cuda.NO_DEVICE)
+    banners = evidence.of(cuda.DRIVER_NOT_DETECTED_BANNER)
+    signals = [*errors, *banners]
     if not signals:
         return None
     detail = (
@@ -57,7 +61,22 @@ def _not_detected(evidence: Evidence) -> Finding | None:
         "requests nvidia.com/gpu in its limits, that the NVIDIA device plugin runs on the node, that the "
         "image's CUDA runtime is not newer than the node's driver, and that Ray was started with num-gpus."
     )
-    return finding(GPU_NOT_DETECTED, Severity.CRITICAL, 0.9, "No GPU detected", detail, signals=signals)
+    # The NGC banner alone is also what a deliberate CPU-only run prints: it is the cause only of a failure.
+    severity = Severity.CRITICAL if errors or _failed_after(evidence, banners) else Severity.WARNING
+    return finding(GPU_NOT_DETECTED, severity, 0.9, "No GPU detected", detail, signals=signals)
+
+
+def _failed_after(evidence: Evidence, banners: list[Signal]) -> bool:
+    """The job failed, or a traceback followed the banner in its log."""
+    if evidence.meta.status.upper() == "FAILED" or evidence.of(failures.NONZERO_EXIT, ray_log.JOB_FAILED):
+        return True
+    raised = [
+        *(exception.quote for exception in evidence.exceptions),
+        *(signal.quote for signal in evidence.of(failures.FATAL_LINE, failures.TRACEBACK_FRAME)),
+    ]
+    return any(
+        quote.source == banner.quote.source and quote.line > banner.quote.line for quote in raised for banner in banners
+    )
 
 
 def _xid(evidence: Evidence) -> Finding | None:

@@ -9,9 +9,11 @@ point` proves no kill (completed steps print it): it only firms up that guess.
 
 from __future__ import annotations
 
+from signal import SIGKILL
+
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
-from diagnosers.parsers import cuda, k8s_text, kernel, ray_log
+from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where
 
@@ -87,16 +89,22 @@ def _host_oom(evidence: Evidence) -> Finding | None:
 def _sigkilled(evidence: Evidence) -> Finding | None:
     """A SIGKILL with no word of memory: most often the OOM killer, so say it, but only where nothing else
     explains the failure (a timeout or a preemption sends the same signal)."""
-    signals = evidence.of(kernel.SIGKILLED)
+    launched = [
+        signal
+        for signal in evidence.of(failures.KILLED_BY_SIGNAL)
+        if failures.killed_by_launcher_report(signal) and failures.signal_number(signal) == SIGKILL
+    ]
+    signals = [*evidence.of(kernel.SIGKILLED), *launched]
     if not signals:
         return None
     touched = evidence.of(kernel.MEMORY_LIMIT_TOUCHED)
     limit = " SLURM also saw the step's memory reach its limit." if touched else ""
     detail = (
-        f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9), which is "
-        f"what the kernel's OOM killer sends when the host or container runs out of memory.{limit} Check the node's "
-        "dmesg or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise the memory limit or cut "
-        "per-process memory (fewer DataLoader workers, smaller prefetch, no full dataset in RAM)."
+        f"A process was killed with SIGKILL{where(signals)} (a shell's 'Killed', exit code 137 or -9, an MPI "
+        f"launcher's signal 9), which is what the kernel's OOM killer sends when the host or container runs out of "
+        f"memory.{limit} Check the node's dmesg or `kubectl describe pod` (Reason: OOMKilled) to confirm, then raise "
+        "the memory limit or cut per-process memory (fewer DataLoader workers, smaller prefetch, no full dataset in "
+        "RAM)."
     )
     confidence = 0.7 if touched else 0.6
     title = "Process killed (SIGKILL), likely out of memory"

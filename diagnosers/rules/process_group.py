@@ -1,7 +1,8 @@
 """The process group is misconfigured: rendezvous failed, env vars missing, ranks mismatched.
 
 Reads: torch.distributed `env://` errors (`MASTER_ADDR expected, but not set`), rendezvous and
-c10d store errors (timeouts waiting for clients, cannot connect to the master), invalid-rank
+c10d store errors (timeouts waiting for clients, cannot connect to the master; a connection attempt that is
+still being retried is only a warning), invalid-rank
 messages and NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong); JAX's
 coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous).
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 from diagnosers.evidence import Evidence
 from diagnosers.findings import RANK_CONFIG, Finding, Severity
 from diagnosers.parsers import jax_dist, nccl, torch_dist
+from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
-from diagnosers.rules.common import finding, first_attr
+from diagnosers.rules.common import finding, first_attr, where
 
 EMITS = (RANK_CONFIG,)
 
@@ -24,9 +26,10 @@ def check(evidence: Evidence) -> list[Finding]:
     rendezvous = evidence.of(torch_dist.RENDEZVOUS_FAILED)
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
+    retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
     signals = [*missing, *duplicate, *invalid, *rendezvous, *coordination]
     if not signals and not jax_init:
-        return []
+        return _retrying(retries)
     if missing:
         variable = first_attr(missing, "variable") or first_attr(missing, "key")
         cause = f"{variable} is not set in the worker's environment"
@@ -62,3 +65,17 @@ def _raised_by_jax_initialize(exception: PythonException) -> bool:
     return any(
         frame.file.endswith("jax/_src/distributed.py") and frame.function == "initialize" for frame in exception.frames
     )
+
+
+def _retrying(retries: list[Signal]) -> list[Finding]:
+    """c10d retrying its connection to the store, with no error yet: it may still get through, or hang until the
+    store's timeout (30 minutes by default) while the paste stops here."""
+    if not retries:
+        return []
+    detail = (
+        f"c10d could not reach the rendezvous store{where(retries)}: {first_attr(retries, 'error')[:200]}. It retries "
+        "until its timeout; if the job hangs here, MASTER_ADDR does not resolve to an address this host can reach "
+        "(on Windows `localhost` may resolve to kubernetes.docker.internal: use 127.0.0.1), MASTER_PORT is closed, "
+        "or the rank that hosts the store (rank 0) has not started."
+    )
+    return [finding(RANK_CONFIG, Severity.WARNING, 0.6, "Rendezvous store unreachable (retrying)", detail, retries)]

@@ -51,7 +51,10 @@ def _insufficient(evidence: Evidence) -> Finding | None:
     resources = sorted(
         {name for signal in unschedulable for pair in _INSUFFICIENT.findall(signal.quote.text) for name in pair if name}
     )
-    demand = first_attr([*infeasible, *pending], "demand")
+    demand = next(
+        (value for name in ("demand", "placement", "shapes") if (value := first_attr([*infeasible, *pending], name))),
+        "",
+    )
     if resources:
         lacking = f"the nodes lack {', '.join(resources)}"
     elif demand:
@@ -64,7 +67,10 @@ def _insufficient(evidence: Evidence) -> Finding | None:
         "tolerations match the GPU nodes."
     )
     confidence = 0.9 if unschedulable or infeasible else 0.6
-    return finding(INSUFFICIENT_GPU, Severity.CRITICAL, confidence, "Not enough GPUs to schedule", detail, signals)
+    # A placement-group bundle or a CPU-only request that cannot be placed is the same failure, not a GPU shortage.
+    names_other = (demand and "GPU" not in demand) or (resources and not any("gpu" in name for name in resources))
+    title = "Not enough resources to schedule" if names_other else "Not enough GPUs to schedule"
+    return finding(INSUFFICIENT_GPU, Severity.CRITICAL, confidence, title, detail, signals)
 
 
 def _image_pull(evidence: Evidence) -> Finding | None:

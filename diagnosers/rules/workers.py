@@ -2,12 +2,14 @@
 
 Reads: PyTorch DataLoader worker errors, Ray's dead actor/worker/node messages, crashed
 processes (segfault, SIGABRT), launchers' reports of a child killed by a signal, CrashLoopBackOff
-and non-memory evictions. A failed job whose only evidence is a Python exception is not a dead
+and non-memory evictions. A worker death logged as a WARNING in a log that says the run succeeded is the
+shutdown's noise, not a failure. A failed job whose only evidence is a Python exception is not a dead
 worker: no cause is known, and the unrecognised rule quotes it.
 """
 
 from __future__ import annotations
 
+import re
 import signal as signals_module
 
 from diagnosers.evidence import Evidence
@@ -27,6 +29,8 @@ _SIGNAL_MEANINGS = {
     "SIGHUP": " (the terminal that started it closed: run it under nohup, tmux or a job scheduler)",
     "SIGTERM": " (stopped from outside: preemption, a scheduler's time limit or a cancelled job)",
 }
+
+_WARNING_LEVEL = re.compile(r"\bWARN(?:ING)?\b")
 
 # Exceptions that only report that a job or worker failed, not why.
 _WRAPPER_TYPES = frozenset({"RayTaskError", "RayActorError", "ActorDiedError", "TrainingFailedError", "RuntimeError"})
@@ -55,7 +59,13 @@ def _dataloader(evidence: Evidence) -> Finding | None:
 
 
 def _worker_died(evidence: Evidence) -> Finding | None:
-    died = evidence.of(ray_log.ACTOR_DIED, ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP)
+    succeeded = {signal.quote.source for signal in evidence.of(failures.RUN_SUCCEEDED)}
+    actors = [
+        signal
+        for signal in evidence.of(ray_log.ACTOR_DIED)
+        if not (signal.quote.source in succeeded and _logged_as_warning(signal))
+    ]
+    died = [*actors, *evidence.of(ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP)]
     evicted = [signal for signal in evidence.of(k8s_text.EVICTED) if "memory" not in signal.quote.text]
     killed = evidence.of(failures.KILLED_BY_SIGNAL)
     signals = [*died, *evicted, *killed]
@@ -72,9 +82,15 @@ def _worker_died(evidence: Evidence) -> Finding | None:
     return finding(WORKER_DIED, Severity.CRITICAL, 0.7, "Worker process died", detail, signals, quotes)
 
 
+def _logged_as_warning(signal: Signal) -> bool:
+    """Ray < 1.0 logs a worker that dies while the driver shuts down at WARNING, even after a run that succeeded."""
+    text = signal.quote.text
+    return bool(_WARNING_LEVEL.search(text, 0, max(text.find(signal.get("what")), 0)))
+
+
 def _signal_cause(killed: list[Signal]) -> str:
     """What the signal that killed it usually means; only the launcher's exit codes carry one."""
-    numbers = [int(signal.get("signal")) for signal in killed if signal.get("signal").isdigit()]
+    numbers = [number for signal in killed if (number := failures.signal_number(signal)) is not None]
     if not numbers:
         return ""
     number = numbers[0]

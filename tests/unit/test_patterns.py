@@ -5,7 +5,7 @@ import io
 import pytest
 
 from diagnosers.logscan import RegexMatcher
-from diagnosers.parsers import nccl, ray_log
+from diagnosers.parsers import kernel, nccl, ray_log
 from diagnosers.parsers.logs import LINE_PATTERNS, LogParser
 
 EXAMPLES = [(pattern.kind, example) for pattern in LINE_PATTERNS for example in pattern.examples]
@@ -48,6 +48,9 @@ HARMLESS = [
     '  Normal   Pulled     2m    kubelet  Successfully pulled image "rayproject/ray:2.9.0-gpu"',
     "Demands:\n (no resource demands)",
     "mlflow.tracking: logged metric loss=0.3 to run 1234",
+    # c10d trying IPv6 for `localhost` on a host without it, then connecting over IPv4
+    "[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97 - Address "
+    "family not supported by protocol).",
     # TensorFlow's allocator asking for more than it needs: a hint about speed, not an OOM.
     "2021-11-16 11:33:53.139338: W tensorflow/core/common_runtime/bfc_allocator.cc:272] Allocator (GPU_0_bfc) ran out "
     "of memory trying to allocate 2.18GiB with freed_by_count=0. The caller indicates that this is not a failure, but "
@@ -87,6 +90,29 @@ def test_a_wrapped_message_is_read_joined_and_quotes_its_first_line(parser, line
     signals = [s for s in parser.parse("a.log", io.BytesIO(log)).signals if s.kind == ray_log.INFEASIBLE_DEMAND]
     assert [(signal.quote.line, signal.quote.text) for signal in signals] == [(2, lines[0])]
     assert "'GPU'" in signals[0].get("demand")
+
+
+RAYLET_TERMINATED = (
+    "2022-10-17 14:23:59,720 WARNING worker.py:1839 -- Raylet is terminated: ip=10.0.0.7, id=c28cee44. Termination is "
+    "unexpected. Possible reasons include: (1) SIGKILL by the user or system"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "line"),
+    [
+        # the terminal broke the message: the list of reasons goes on below the line that names the raylet
+        (RAYLET_TERMINATED + "\nOOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS\n", 1),
+        # a message that ended leaves the next line its own
+        (RAYLET_TERMINATED + ".\nOOM killer, (2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS\n", 2),
+        # and so does a line that starts a record of its own
+        (RAYLET_TERMINATED + "\n2022-10-17 14:24:00,000 ERROR -- *** SIGSEGV received at time=1700000000 ***\n", 2),
+    ],
+)
+def test_a_match_on_a_wrapped_messages_continuation_quotes_its_first_line(parser, log, line):
+    signals = [s for s in parser.parse("a.log", io.BytesIO(log.encode())).signals if s.kind == kernel.PROCESS_CRASH]
+    assert [signal.quote.line for signal in signals] == [line]
+    assert signals[0].quote.text == log.splitlines()[line - 1]
 
 
 @pytest.mark.parametrize(

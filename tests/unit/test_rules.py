@@ -765,3 +765,95 @@ def test_a_network_plugin_that_failed_to_start_is_no_lost_connection(tmp_path):
     }
     ids = [one.id for one in diagnose(load_bundle(make(tmp_path, files))).findings]
     assert ids == ["nccl-slow-transport"]
+
+
+@pytest.mark.parametrize(
+    ("log", "meaning"),
+    [
+        (
+            "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4120 RUNNING AT node01\n"
+            "=   EXIT CODE: 9\n",
+            "SIGKILL",
+        ),
+        ("=   RANK 3 PID 4120 RUNNING AT node01\n=   KILLED BY SIGNAL: 9 (Killed)\n", "SIGKILL"),
+        ("mpirun noticed that process rank 3 with PID 123 on node node01 exited on signal 9 (Killed).\n", "SIGKILL"),
+        ("srun: error: gpu-node-07: task 3: Killed\n", "SIGKILL"),
+        ("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n", "SIGSEGV"),
+    ],
+)
+def test_an_mpi_launchers_report_of_a_signalled_rank_names_its_signal(tmp_path, log, meaning):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/mpirun.log": log})))
+    died = next(one for one in diagnosis.findings if one.id == "worker-died")
+    assert meaning in died.detail
+    # As for torchrun's -9: SIGKILL alone is first a guess at the OOM killer.
+    assert diagnosis.findings[0].id == ("host-oom" if meaning == "SIGKILL" else "worker-died")
+
+
+def test_hydras_exit_code_that_is_no_signal_number_is_only_a_failed_exit(tmp_path):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/mpirun.log": "=   EXIT CODE: 1\n"})))
+    assert [one.id for one in diagnosis.findings] == ["unrecognised-error"]
+
+
+@pytest.mark.parametrize(
+    ("line", "severity"),
+    [
+        # a retry: the store may still answer
+        (
+            "[W socket.cpp:663] [c10d] The client socket has failed to connect to [master-0]:29500 (errno: 111 - "
+            "Connection refused).",
+            "warning",
+        ),
+        (
+            "[E socket.cpp:793] [c10d] The client socket has timed out after 600s while trying to connect to "
+            "(master-0, 29500).",
+            "critical",
+        ),
+    ],
+)
+def test_c10d_connect_failures_are_rank_config_and_a_retry_only_a_warning(tmp_path, line, severity):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": line})))
+    assert diagnosis.findings[0].id == "rank-config" and diagnosis.findings[0].severity == severity
+
+
+def test_the_ipv6_attempt_c10d_makes_on_localhost_is_no_rank_config(tmp_path):
+    line = (
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97 - "
+        "Address family not supported by protocol)."
+    )
+    assert not diagnose(load_bundle(make(tmp_path, {"logs/train.log": line}))).findings
+
+
+NGC_BANNER = "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available."
+
+
+@pytest.mark.parametrize(
+    ("after", "severity"),
+    [
+        ("Epoch 1/10 loss=0.41\n", "warning"),
+        ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n', "critical"),
+    ],
+)
+def test_the_ngc_driver_banner_is_a_cause_only_when_the_job_failed_after_it(tmp_path, after, severity):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/pod.log": NGC_BANNER + "\n" + after})))
+    found = next(one for one in diagnosis.findings if one.id == "gpu-not-detected")
+    assert found.severity == severity
+
+
+def test_a_placement_group_that_fits_nowhere_says_which_resource(tmp_path):
+    line = (
+        "The actor is not schedulable: Tasks or actors with resource shapes [{bundle_group_0_d02a: 0.001}] failed to "
+        "schedule because there are not enough resources for the tasks or actors on the whole cluster."
+    )
+    found = diagnose(load_bundle(make(tmp_path, {"logs/train.log": line}))).findings[0]
+    assert found.id == "insufficient-gpu" and "bundle_group_0_d02a" in found.detail
+    assert found.title == "Not enough resources to schedule"
+
+
+@pytest.mark.parametrize(("last", "reported"), [("success!", False), ("step 12 loss=2.1", True)])
+def test_a_worker_death_warning_in_a_run_that_says_it_succeeded_is_no_failure(tmp_path, last, reported):
+    log = (
+        "2020-04-13 15:35:00,032 WARNING worker.py:1072 -- A worker died or was killed while executing task "
+        f"ffffffffffffffff45b95b1c0100.\n{last}\n"
+    )
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/train.log": log})))
+    assert ("worker-died" in {one.id for one in diagnosis.findings}) == reported
