@@ -20,6 +20,7 @@ import tarfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -71,13 +72,17 @@ class Refused(Exception):
 
 # Opens a file of the bundle: its bytes counted against the budget (a refused member raises Refused).
 Opener = Callable[[], CountedReader]
+# A file of the bundle: its layout path, its size, how to open it, and where it lies on disk (None in an archive).
+Entry = tuple[str, int, Opener, Path | None]
+# Bytes read at a time when a log's lines are counted again from its file.
+RECOUNT_CHUNK_BYTES = 1 * MIB
 
 
 def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | None = None) -> Evidence:
     loader = _Loader(parser or LogParser(), Budget(limits or Limits()))
     try:
-        for relative, size, opener in _entries(path, loader.budget):
-            loader.add(relative, size, opener)
+        for entry in _entries(path, loader.budget):
+            loader.add(*entry)
     except BudgetSpent as spent:
         after = f"; nothing after {loader.last} was read" if loader.last else ""
         loader.note_bundle(path.name, f"error: {spent}{after}")
@@ -92,7 +97,7 @@ def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | No
     return loader.finish()
 
 
-def _entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _entries(path: Path, budget: Budget) -> Iterator[Entry]:
     if path.is_dir():
         return _folder_entries(path, budget)
     if path.is_file():
@@ -102,14 +107,14 @@ def _entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
     raise NotABundle(f"{path} does not exist")
 
 
-def _folder_entries(root: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _folder_entries(root: Path, budget: Budget) -> Iterator[Entry]:
     """Files under the layout's own names only: never a walk of whatever folder was passed."""
     for name in sorted(LAYOUT_ROOTS):
         top = root / name
         if top.is_symlink():
             continue
         if top.is_file():
-            yield name, top.stat().st_size, lambda top=top: CountedReader(top.open("rb"), budget)
+            yield name, top.stat().st_size, lambda top=top: CountedReader(top.open("rb"), budget), top
             continue
         for folder, dirnames, filenames in os.walk(top):
             dirnames.sort()
@@ -118,10 +123,10 @@ def _folder_entries(root: Path, budget: Budget) -> Iterator[tuple[str, int, Open
                 if full.is_symlink() or not full.is_file():
                     continue
                 relative = full.relative_to(root).as_posix()
-                yield relative, full.stat().st_size, lambda full=full: CountedReader(full.open("rb"), budget)
+                yield relative, full.stat().st_size, lambda full=full: CountedReader(full.open("rb"), budget), full
 
 
-def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _tar_entries(path: Path, budget: Budget) -> Iterator[Entry]:
     """Members in archive order. Every decompressed byte, a skipped one too, is counted below tarfile."""
     with ExitStack() as stack:
         plain = _decompressed(stack.enter_context(path.open("rb")))
@@ -132,7 +137,7 @@ def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]
             relative = _layout_path(member.name)
             refusal = _refusal(member)
             if refusal:
-                yield relative, member.size, lambda refusal=refusal: _refuse(refusal)
+                yield relative, member.size, lambda refusal=refusal: _refuse(refusal), None
                 continue
             stream = archive.extractfile(member)
             if stream is not None:
@@ -140,6 +145,7 @@ def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]
                     relative,
                     member.size,
                     lambda stream=stream: CountedReader(stream, budget, budget.limits.file_bytes),
+                    None,
                 )
 
 
@@ -195,7 +201,7 @@ class _Loader:
         self.steps = 0
         self.samples = 0
 
-    def add(self, relative: str, size: int, opener: Opener) -> None:
+    def add(self, relative: str, size: int, opener: Opener, on_disk: Path | None = None) -> None:
         top = relative.split("/", 1)[0]
         if top not in LAYOUT_ROOTS or (relative == top and top != "bundle.json"):
             return
@@ -205,7 +211,7 @@ class _Loader:
             with opener() as counted:
                 if size == 0:
                     raise BadInput("empty file")
-                self._read(relative, top, counted)
+                self._read(relative, top, counted, on_disk)
             if top in SOURCE_NAMES:
                 self.present.add(top)
             if counted.cut:
@@ -220,10 +226,10 @@ class _Loader:
         except OSError as error:
             self.note(relative, f"error: cannot read ({error.strerror or error})")
 
-    def _read(self, relative: str, top: str, counted: CountedReader) -> None:
+    def _read(self, relative: str, top: str, counted: CountedReader, on_disk: Path | None) -> None:
         stream = io.BufferedReader(counted, SNIFF_BYTES)
         if top == "logs":
-            self._read_log(relative, stream)
+            self._read_log(relative, stream, on_disk)
         elif top == "steps":
             self._read_steps(relative, stream)
         else:
@@ -261,7 +267,7 @@ class _Loader:
         if problems:
             self.note(relative, "error: " + "; ".join(problems))
 
-    def _read_log(self, relative: str, stream: io.BufferedReader) -> None:
+    def _read_log(self, relative: str, stream: io.BufferedReader, on_disk: Path | None) -> None:
         if _looks_binary(stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]):
             raise BadInput("binary content, not a text log; skipped")
         room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
@@ -275,7 +281,8 @@ class _Loader:
 
         parsed = ParsedLog()
         try:
-            self.parser.parse(relative, stream, on_long_line, into=parsed, max_hits=room)
+            recount = partial(_newlines_between, on_disk) if on_disk else None
+            self.parser.parse(relative, stream, on_long_line, into=parsed, max_hits=room, recount=recount)
         finally:
             # A log cut short (a damaged archive, a spent budget) still gives what was read before the cut.
             self.hits += parsed.hits
@@ -311,6 +318,20 @@ class _Loader:
         sources.update(self.bundle_notes)
         self.evidence.sources = sources
         return self.evidence
+
+
+def _newlines_between(path: Path, start: int, end: int) -> int:
+    """Newlines in bytes [start, end) of a file, read again in chunks."""
+    count = 0
+    with path.open("rb", buffering=0) as file:
+        file.seek(start)
+        while start < end:
+            chunk = file.read(min(end - start, RECOUNT_CHUNK_BYTES))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            start += len(chunk)
+    return count
 
 
 def _cut(limits: Limits) -> str:

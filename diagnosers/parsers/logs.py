@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from diagnosers.findings import Quote
-from diagnosers.logscan import LogScanner, Needle
+from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
+from diagnosers.logscan import LogScanner, Needle, Recount
 from diagnosers.parsers import (
     cuda,
     failures,
@@ -39,6 +39,9 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
     *step_lines.PATTERNS,
     *throughput.PATTERNS,
 )
+
+# Times an identical line is parsed before the rest of its repeats are passed over: enough to fill a finding's quotes.
+REPEATS_KEPT = MAX_QUOTES_PER_FINDING
 
 
 # A training loop prints a timing line every few steps, a long run hundreds of thousands: they neither count
@@ -95,16 +98,25 @@ class LogParser:
         on_long_line: Callable[[int], None] | None = None,
         into: ParsedLog | None = None,
         max_hits: int | None = None,
+        recount: Recount | None = None,
     ) -> ParsedLog:
         """Parse a log; with `into`, results land there as they come, so a read error keeps them. The parse stops
-        after `max_hits` matched lines, and where the log turns binary."""
+        after `max_hits` matched lines, and where the log turns binary. `recount` lets the scanner count lines
+        only as far as the last matched line (see LogScanner.scan).
+
+        A line seen REPEATS_KEPT times already is passed over: it would give the same signals again, and no finding
+        quotes more than that many lines, so the 10,000th identical NCCL channel line changes nothing (a traceback
+        header is never passed over: the lines after it differ). Passed-over lines are not counted in `max_hits`.
+        """
         parsed = into if into is not None else ParsedLog()
+        seen: dict[bytes, int] = {}
+        passed_over: set[bytes] = set()
 
         def on_binary(line: int) -> None:
             parsed.binary_at = line
 
         try:
-            for hit in self._scanner.scan(stream, on_long_line, on_binary):
+            for hit in self._scanner.scan(stream, on_long_line, on_binary, passed_over, recount):
                 candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
                 if hit.needles <= self._step_needles:
                     self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, candidates))
@@ -117,6 +129,10 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
+                elif hit.raw:
+                    seen[hit.raw] = times = seen.get(hit.raw, 0) + 1
+                    if times >= REPEATS_KEPT:
+                        passed_over.add(hit.raw)
                 parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
         finally:
             parsed.signals.extend(parsed.latest_step_lines)

@@ -104,3 +104,55 @@ def test_invalid_utf8_is_replaced_not_fatal():
 def test_blocks_must_leave_room_for_the_lookahead():
     with pytest.raises(ValueError, match="larger than the look-ahead"):
         LogScanner(NEEDLES, block_bytes=LOOKAHEAD_BYTES)
+
+
+def channel_log(reinits: int) -> list[str]:
+    """A communicator initialised again and again: the same channel lines each time, a new comm address."""
+    lines = []
+    for reinit in range(reinits):
+        lines += [f"step {reinit} loss 0.5", f"h1:5:6 [0] NCCL INFO comm 0x{reinit:x} rank 0 - Init COMPLETE"]
+        lines += [f"h1:5:6 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(8)]
+        if reinit % 7 == 3:
+            lines.append("h1:5:6 [0] NCCL WARN watchdog near a run")
+    return lines
+
+
+@pytest.mark.parametrize("matcher_class", MATCHERS)
+def test_lines_passed_over_give_no_hit_and_the_rest_keep_their_true_line_numbers(matcher_class):
+    needles = [*NEEDLES, Needle(b" via "), Needle(b"Init COMPLETE")]
+    lines = channel_log(400)
+    data = ("\n".join(lines) + "\n").encode()
+    repeated = {line.encode() for line in lines if " via " in line}
+    scanner = LogScanner(needles, matcher_class(needles), block_bytes=SMALL_BLOCK)
+    hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), passed_over=repeated)]
+    expected = [
+        (number, line)
+        for number, line in enumerate(lines, start=1)
+        if ("Init COMPLETE" in line or "NCCL WARN" in line) and line.encode() not in repeated
+    ]
+    assert hits == expected
+
+
+def test_a_run_of_lines_passed_over_ends_where_it_stops_recurring():
+    needles = [Needle(b" via "), Needle(b"NCCL WARN")]
+    run = [f"h [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via P2P" for ch in range(4)]
+    # The third time, the run's last line is a warning: a line not passed over, inside the remembered run.
+    lines = [*run, "x", *run, "x", *run[:3], "h [0] NCCL WARN via the middle", *run, *run[:2]]
+    data = ("\n".join(lines) + "\n").encode()
+    hits = list(LogScanner(needles).scan(io.BytesIO(data), passed_over={line.encode() for line in run}))
+    assert [(hit.line, hit.text) for hit in hits] == [(14, "h [0] NCCL WARN via the middle")]
+
+
+def test_with_recount_lines_after_the_last_hit_are_never_counted():
+    counted = []
+
+    def recount(start: int, end: int) -> int:
+        counted.append((start, end))
+        return data[start:end].count(b"\n")
+
+    lines = make_log(4, 6000)
+    data = ("\n".join(lines) + "\n").encode()
+    scanner = LogScanner(NEEDLES, block_bytes=SMALL_BLOCK)
+    hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), recount=recount)]
+    assert hits == naive(lines)
+    assert counted and max(end for _, end in counted) < data.rindex(naive(lines)[-1][1].encode())
