@@ -20,10 +20,12 @@ import tarfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from diagnosers import forked
 from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence
 from diagnosers.limits import MIB, Budget, BudgetSpent, CountedReader, Limits
 from diagnosers.parsers import json_sources
@@ -76,13 +78,27 @@ Opener = Callable[[], CountedReader]
 Entry = tuple[str, int, Opener, Path | None]
 # Bytes read at a time when a log's lines are counted again from its file.
 RECOUNT_CHUNK_BYTES = 1 * MIB
+# A folder bundle's logs and Prometheus files are read by two processes (diagnosers.forked), each file whole by
+# one of them, once they come to this many bytes; below it a fork costs more than it saves.
+READ_BESIDE_MIN_BYTES = 32 * MIB
+READ_BESIDE = frozenset({"logs", "prometheus"})
+# How long past the bundle's time limit the other process may take before it is stopped.
+READ_BESIDE_GRACE_S = 5.0
 
 
 def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | None = None) -> Evidence:
     loader = _Loader(parser or LogParser(), Budget(limits or Limits()))
     try:
-        for entry in _entries(path, loader.budget):
-            loader.add(*entry)
+        entries = _entries(path, loader.budget)
+        read_beside: dict[int, _FileRead | str] = {}
+        if path.is_dir():
+            entries = list(entries)
+            read_beside = _read_beside(entries, loader)
+        for index, entry in enumerate(entries):
+            if index in read_beside:
+                loader.take(entry, read_beside[index])
+            else:
+                loader.add(*entry)
     except BudgetSpent as spent:
         after = f"; nothing after {loader.last} was read" if loader.last else ""
         loader.note_bundle(path.name, f"error: {spent}{after}")
@@ -297,6 +313,36 @@ class _Loader:
                 "the rest was not scanned",
             )
 
+    def take(self, entry: Entry, read: _FileRead | str) -> None:
+        """A file read by the other process (or why it was not), taken in bundle order as `add` would have read it.
+        Where the bundle-wide limits would have read it otherwise (fewer matched lines left, no samples left), it
+        is read again here, so the diagnosis is the same whichever process read what."""
+        relative = entry[0]
+        top = relative.split("/", 1)[0]
+        self.recognised = True
+        self.last = relative
+        if isinstance(read, str):
+            self.note(relative, read)
+            return
+        room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
+        if (top == "logs" and (room <= 0 or read.hits > room)) or (
+            top == "prometheus" and self.samples >= MAX_SAMPLES_PER_BUNDLE
+        ):
+            self.add(*entry)
+            return
+        self.hits += read.hits
+        for signals in read.evidence.signals.values():
+            self.evidence.add_signals(signals)
+        self.evidence.exceptions.extend(read.evidence.exceptions)
+        for metric, series in read.evidence.series.items():
+            self.evidence.series[metric].extend(series)
+            self.samples += sum(len(one.values) for one in series)
+        self.present |= read.present
+        for noted, note in read.notes:
+            self.note(noted, note)
+        if read.spent:
+            raise BudgetSpent(read.spent)
+
     def note(self, relative: str, note: str) -> None:
         if len(self.notes) < MAX_FILE_NOTES:
             self.notes[relative] = note
@@ -318,6 +364,60 @@ class _Loader:
         sources.update(self.bundle_notes)
         self.evidence.sources = sources
         return self.evidence
+
+
+@dataclass(slots=True)
+class _FileRead:
+    """What reading one file gave, kept apart for the loader to take in bundle order."""
+
+    evidence: Evidence
+    notes: list[tuple[str, str]]
+    present: set[str]
+    hits: int
+    # Why the bundle's budget ran out while reading it, where it did.
+    spent: str
+
+
+class _OneFile(_Loader):
+    """Reads one file as the loader would, into its own Evidence, keeping its notes in the order they came."""
+
+    def __init__(self, parser: LogParser, budget: Budget) -> None:
+        super().__init__(parser, budget)
+        self.notes_made: list[tuple[str, str]] = []
+
+    def note(self, relative: str, note: str) -> None:
+        self.notes_made.append((relative, note))
+
+
+def _read_one(entry: Entry, parser: LogParser, budget: Budget) -> _FileRead:
+    one = _OneFile(parser, budget)
+    spent = ""
+    try:
+        one.add(*entry)
+    except BudgetSpent as error:
+        spent = str(error)
+    return _FileRead(one.evidence, one.notes_made, one.present, one.hits, spent)
+
+
+def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead | str]:
+    """The big independent files of a folder bundle, read by this process and a forked one; by entry index, each
+    file's read, or the note for one whose reader failed. Empty where two processes would not pay or not be safe."""
+    chosen = [
+        index
+        for index, (relative, _, _, on_disk) in enumerate(entries)
+        if on_disk is not None and relative.split("/", 1)[0] in READ_BESIDE
+    ]
+    total = sum(entries[index][1] for index in chosen)
+    if total < READ_BESIDE_MIN_BYTES or len(chosen) > forked.MAX_JOBS or not forked.can_fork():
+        return {}
+    chosen.sort(key=lambda index: -entries[index][1])
+    read = partial(_read_one, parser=loader.parser, budget=loader.budget)
+    timeout_s = loader.budget.limits.seconds + READ_BESIDE_GRACE_S
+    shared = forked.share([entries[index] for index in chosen], read, timeout_s)
+    found: dict[int, _FileRead | str] = {chosen[job]: result for job, result in shared.results.items()}
+    for job, why in shared.lost.items():
+        found[chosen[job]] = f"error: the process reading it beside the main one failed ({why}); not read"
+    return found
 
 
 def _newlines_between(path: Path, start: int, end: int) -> int:

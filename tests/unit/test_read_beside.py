@@ -1,0 +1,125 @@
+"""A folder bundle's logs and metrics read by two processes give exactly what one process gives, and a failing
+second process becomes a note, never a hang or a traceback."""
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from diagnosers import bundle as bundle_module
+from diagnosers import forked
+from diagnosers.bundle import load_bundle
+from diagnosers.engine import diagnose
+from diagnosers.limits import Limits
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs fork, one thread and two cores")
+
+
+@pytest.fixture
+def many_files(tmp_path: Path) -> Path:
+    """Every corpus case's logs in one bundle, beside an example's metrics: tracebacks, timeouts, NCCL chatter."""
+    bundle = tmp_path / "bundle"
+    (bundle / "logs").mkdir(parents=True)
+    for log in sorted(ROOT.glob("tests/corpus/*/bundle/logs/*")):
+        shutil.copy(log, bundle / "logs" / f"{log.parents[2].name}--{log.name}")
+    shutil.copytree(ROOT / "examples/bundles/straggler-throttled-gpu/prometheus", bundle / "prometheus")
+    return bundle
+
+
+def read_alone(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    with monkeypatch.context() as alone:
+        alone.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 1 << 62)
+        return diagnose(load_bundle(bundle)).to_dict()
+
+
+def read_beside(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    shared_by = []
+    share = forked.share
+
+    def spied_share(jobs, work, timeout_s):
+        shared_by.append(os.getpid())
+        return share(jobs, work, timeout_s)
+
+    monkeypatch.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "share", spied_share)
+    diagnosis = diagnose(load_bundle(bundle)).to_dict()
+    assert shared_by == [os.getpid()]
+    return diagnosis
+
+
+def test_two_processes_give_the_same_diagnosis_as_one(many_files, monkeypatch):
+    alone = read_alone(many_files, monkeypatch)
+    assert alone["findings"]
+    assert read_beside(many_files, monkeypatch) == alone
+
+
+def test_the_same_evidence_in_the_same_order(many_files, monkeypatch):
+    monkeypatch.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 1 << 62)
+    alone = load_bundle(many_files)
+    monkeypatch.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 0)
+    beside = load_bundle(many_files)
+    assert beside.exceptions == alone.exceptions
+    assert beside.signals == alone.signals
+    assert beside.series == alone.series
+
+
+def test_bundle_wide_limits_cut_where_one_process_cuts(many_files, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_HITS_PER_BUNDLE", 40)
+    monkeypatch.setattr(bundle_module, "MAX_SAMPLES_PER_BUNDLE", 10)
+    alone = read_alone(many_files, monkeypatch)
+    assert any("matching lines, the limit" in note for note in alone["sources"].values())
+    assert read_beside(many_files, monkeypatch) == alone
+
+
+def fail_in_the_forked_process(monkeypatch: pytest.MonkeyPatch, how) -> None:
+    parent = os.getpid()
+    read_one = bundle_module._read_one
+
+    def read_or_fail(entry, parser, budget):
+        if os.getpid() != parent and entry[0].endswith(".log"):
+            how()
+        # Slow enough here that the forked process surely takes some logs.
+        time.sleep(0.002)
+        return read_one(entry, parser, budget)
+
+    monkeypatch.setattr(bundle_module, "_read_one", read_or_fail)
+    monkeypatch.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        (lambda: os.kill(os.getpid(), signal.SIGKILL), "it was killed by SIGKILL"),
+        (lambda: 1 / 0, "it failed with exit status 70"),
+    ],
+    ids=["killed", "raised"],
+)
+def test_a_second_process_that_dies_leaves_a_note_and_the_rest_is_read(many_files, monkeypatch, how, why):
+    fail_in_the_forked_process(monkeypatch, how)
+    diagnosis = diagnose(load_bundle(many_files)).to_dict()
+    lost = {name: note for name, note in diagnosis["sources"].items() if "beside the main one failed" in note}
+    assert len(lost) == 1
+    assert next(iter(lost.values())) == f"error: the process reading it beside the main one failed ({why}); not read"
+    assert diagnosis["findings"]
+
+
+def test_a_second_process_that_hangs_is_stopped_after_the_time_limit(many_files, monkeypatch):
+    fail_in_the_forked_process(monkeypatch, lambda: time.sleep(3600))
+    monkeypatch.setattr(bundle_module, "READ_BESIDE_GRACE_S", 0.5)
+    began = time.monotonic()
+    diagnosis = diagnose(load_bundle(many_files, limits=Limits(seconds=2.0))).to_dict()
+    assert time.monotonic() - began < 10
+    lost = [note for note in diagnosis["sources"].values() if "beside the main one failed" in note]
+    assert lost == ["error: the process reading it beside the main one failed (it did not finish within 2.5 s "
+                    "and was stopped); not read"]  # fmt: skip
+
+
+def test_share_gives_every_result_whichever_process_ran_it():
+    shared = forked.share(list(range(100)), lambda number: (number * number, os.getpid()), timeout_s=30)
+    assert sorted(shared.results) == list(range(100)) and not shared.lost
+    assert all(square == number * number for number, (square, _) in shared.results.items())
