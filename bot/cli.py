@@ -30,6 +30,11 @@ class UserError(Exception):
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    import gc  # noqa: PLC0415
+
+    # One diagnosis and the process exits: the cycle collector would only walk, again and again, the millions of
+    # objects that decoding metrics makes (10-15% of a big bundle's time), to find no cycle worth freeing.
+    gc.disable()
     from bot.report import render_text  # noqa: PLC0415
     from diagnosers.bundle import NotABundle  # noqa: PLC0415
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
