@@ -233,6 +233,7 @@ def _int_or_none(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
 
+
 SampleValue = TypeVar("SampleValue", float, str)
 
 
