@@ -2,6 +2,7 @@
 second process becomes a note, never a hang or a traceback."""
 
 import os
+import pickle
 import shutil
 import signal
 import time
@@ -13,7 +14,8 @@ from diagnosers import bundle as bundle_module
 from diagnosers import forked
 from diagnosers.bundle import load_bundle
 from diagnosers.engine import diagnose
-from diagnosers.limits import Limits
+from diagnosers.limits import Budget, CountedReader, Limits
+from diagnosers.parsers.logs import LogParser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,3 +125,17 @@ def test_share_gives_every_result_whichever_process_ran_it():
     shared = forked.share(list(range(100)), lambda number: (number * number, os.getpid()), timeout_s=30)
     assert sorted(shared.results) == list(range(100)) and not shared.lost
     assert all(square == number * number for number, (square, _) in shared.results.items())
+
+
+def test_a_file_read_crosses_between_processes_whole(many_files):
+    metrics = sorted((many_files / "prometheus").iterdir())[0]
+    entry = (
+        f"prometheus/{metrics.name}",
+        metrics.stat().st_size,
+        lambda: CountedReader(metrics.open("rb"), budget),
+        metrics,
+    )
+    budget = Budget(Limits())
+    read = bundle_module._read_one(entry, LogParser(), budget)
+    assert read.evidence.series
+    assert pickle.loads(pickle.dumps(read)) == read
