@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
 from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
-from diagnosers.logscan import LogScanner, Needle, Recount
+from diagnosers.logscan import Hit, LogScanner, Needle, Recount
 from diagnosers.parsers import (
     cuda,
     failures,
@@ -107,9 +107,11 @@ class LogParser:
         A line seen REPEATS_KEPT times already is passed over: it would give the same signals again, and no finding
         quotes more than that many lines, so the 10,000th identical NCCL channel line changes nothing (a traceback
         header is never passed over: the lines after it differ). Passed-over lines are not counted in `max_hits`.
+        Until then a repeat gets its first time's signals at its own line, without matching it again.
         """
         parsed = into if into is not None else ParsedLog()
-        seen: dict[bytes, int] = {}
+        seen: dict[bytes, list[Signal]] = {}
+        times_seen: dict[bytes, int] = {}
         passed_over: set[bytes] = set()
 
         def on_binary(line: int) -> None:
@@ -117,9 +119,8 @@ class LogParser:
 
         try:
             for hit in self._scanner.scan(stream, on_long_line, on_binary, passed_over, recount):
-                candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
                 if hit.needles <= self._step_needles:
-                    self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, candidates))
+                    self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, self._candidates(hit)))
                     continue
                 if max_hits is not None and parsed.hits >= max_hits:
                     parsed.stopped_at = hit.line
@@ -129,15 +130,24 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                elif hit.raw:
-                    seen[hit.raw] = times = seen.get(hit.raw, 0) + 1
+                elif hit.raw in seen:
+                    parsed.signals.extend(_at_line(seen[hit.raw], hit.line))
+                    times_seen[hit.raw] = times = times_seen[hit.raw] + 1
                     if times >= REPEATS_KEPT:
                         passed_over.add(hit.raw)
-                parsed.signals.extend(self._match(source, hit.line, hit.text, candidates))
+                    continue
+                signals = list(self._match(source, hit.line, hit.text, self._candidates(hit)))
+                parsed.signals.extend(signals)
+                if hit.raw and self._traceback_needle not in hit.needles:
+                    seen[hit.raw] = signals
+                    times_seen[hit.raw] = 1
         finally:
             parsed.signals.extend(parsed.latest_step_lines)
             parsed.latest_step_lines.clear()
         return parsed
+
+    def _candidates(self, hit: Hit) -> list[int]:
+        return sorted({owner for needle in hit.needles for owner in self._owners[needle]})
 
     @staticmethod
     def _keep_step_lines(parsed: ParsedLog, signals: Iterator[Signal]) -> None:
@@ -173,3 +183,8 @@ class LogParser:
             if shared is None:
                 shared = common_attrs(text, tool_text)
             yield Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
+
+
+def _at_line(signals: list[Signal], line: int) -> Iterator[Signal]:
+    for signal in signals:
+        yield Signal(signal.kind, replace(signal.quote, line=line), signal.attrs)

@@ -11,6 +11,7 @@ from diagnosers.logscan import (
     Needle,
     RegexMatcher,
 )
+from diagnosers.parsers.logs import REPEATS_KEPT, LogParser
 
 NEEDLES = [Needle(b"NCCL WARN"), Needle(b"watchdog", caseless=True), Needle(b"Traceback", context=True)]
 MATCHERS = [HyperscanMatcher, RegexMatcher]
@@ -156,3 +157,13 @@ def test_with_recount_lines_after_the_last_hit_are_never_counted():
     hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), recount=recount)]
     assert hits == naive(lines)
     assert counted and max(end for _, end in counted) < data.rindex(naive(lines)[-1][1].encode())
+
+
+def test_repeats_get_the_signals_matching_each_line_would_give():
+    parser = LogParser()
+    lines = channel_log(12)
+    parsed = parser.parse("logs/a.log", io.BytesIO(("\n".join(lines) + "\n").encode()))
+    kept = [number for number, line in enumerate(lines, start=1) if lines[: number - 1].count(line) < REPEATS_KEPT]
+    expected = [signal for number in kept for signal in parser.parse_text("logs/a.log", number, lines[number - 1])]
+    assert parsed.signals == expected
+    assert any(lines.count(line) > REPEATS_KEPT for line in lines)
