@@ -61,10 +61,12 @@ SAMPLES = 6 * 3600 // SCRAPE_S
 # One DDP step: a first small bucket, full 25 MiB fp32 buckets, a ragged last one.
 BUCKET_COUNTS = (262144, *([6553600] * 21), 1835008)
 POOL_BLOCKS = 48  # distinct step blocks per rank: ~1100 distinct COLL lines each
-# The pathological bundle: a communicator initialised again every REINIT_EVERY steps, each time printing
-# a send and a receive channel line for each of REINIT_CHANNELS channels, about a third of all lines.
-REINIT_EVERY = 4
+# The pathological bundle: a communicator initialised again every REINIT_EVERY steps, each time printing a send
+# and a receive channel line for each of REINIT_CHANNELS ring channels and for each of REINIT_PEERS peers (an
+# all-to-all's point-to-point channels): over a third of all lines.
+REINIT_EVERY = 8
 REINIT_CHANNELS = 32
+REINIT_PEERS = 32
 SAMPLE_EVERY_S = 0.01
 MIB = 1 << 20
 
@@ -204,6 +206,10 @@ def _reinit_lines(r: Rank) -> str:
         via = f"via NET/Socket/{ch % 2}"
         channels.append(f"Channel {ch:02d}/0 : {r.rank}[{r.gpu}] -> {nxt}[{nxt % GPUS_PER_HOST}] [send] {via}")
         channels.append(f"Channel {ch:02d}/0 : {prv}[{prv % GPUS_PER_HOST}] -> {r.rank}[{r.gpu}] [receive] {via}")
+    for step in range(1, REINIT_PEERS + 1):
+        peer, ch, via = (r.rank + step) % WORLD_SIZE, step % 4, f"via NET/Socket/{step % 2}/Shared"
+        channels.append(f"Channel {ch:02d}/1 : {r.rank}[{r.gpu}] -> {peer}[{peer % GPUS_PER_HOST}] [send] {via}")
+        channels.append(f"Channel {ch:02d}/1 : {peer}[{peer % GPUS_PER_HOST}] -> {r.rank}[{r.gpu}] [receive] {via}")
     init = [line for line in _init_lines(r, comm) if " via " not in line]
     init = [line.replace("Using network IB", "Using network Socket") for line in init]
     return "".join(line + "\n" for line in [*init[:-3], *(r.nccl + line for line in channels), *init[-3:]])
@@ -392,7 +398,7 @@ def prepare_bundle(workdir: Path, size_mb: int, kind: Kind = REALISTIC) -> tuple
     """Returns the bundle and its generation time, or None for the time when reused."""
     params = {"version": GENERATOR_VERSION, "size_mb": size_mb}
     if kind.reinit_every:
-        params["reinit_every"] = kind.reinit_every
+        params |= {"reinit_every": kind.reinit_every, "channels": REINIT_CHANNELS, "peers": REINIT_PEERS}
     stamp = workdir / (STAMP_NAME if kind is REALISTIC else f"diagnose_scale.{kind.name}.stamp.json")
     path = workdir / kind.folder
     if stamp.exists():
@@ -490,7 +496,7 @@ def run_grep(files: list[Path]) -> tuple[float, int]:
 
 
 def check_diagnosis(run: Run, bundle: Bundle) -> str | None:
-    """Returns why the diagnosis misses the buried timeout, or None when it finds it."""
+    """Returns why the diagnosis misses the buried timeout or any log's end, or None when it finds it."""
     if run.returncode != 0:
         tail = run.stderr.decode(errors="replace").strip().splitlines()[-1:]
         return f"trainbot exited {run.returncode}: {' '.join(tail)}"
@@ -498,6 +504,12 @@ def check_diagnosis(run: Run, bundle: Bundle) -> str | None:
         diagnosis = json.loads(run.stdout)
     except json.JSONDecodeError as err:
         return f"trainbot printed invalid JSON: {err}"
+    # A log cut short would be read faster than a whole one: the figures are only worth it for the whole bundle.
+    cut = sorted(
+        name for name, note in diagnosis.get("sources", {}).items() if name.startswith("logs/") and note != "ok"
+    )
+    if cut:
+        return f"{len(cut)} log(s) not read whole, e.g. {cut[0]}: {diagnosis['sources'][cut[0]]}"
     findings = [f for f in diagnosis.get("findings", []) if f.get("id") == "nccl-timeout"]
     if not findings:
         return "no nccl-timeout finding"

@@ -54,7 +54,8 @@ STEP_LINES_KEPT = 2_000
 class ParsedLog:
     signals: list[Signal] = field(default_factory=list)
     exceptions: list[PythonException] = field(default_factory=list)
-    # Lines that held a needle; the first one not parsed when `max_hits` stopped the parse.
+    # Distinct lines that held a needle (repeats keep no text of their own); the first one not parsed when
+    # `max_hits` stopped the parse.
     hits: int = 0
     stopped_at: int = 0
     # The line from which the log turned out to be binary, where it did; the scan stopped there.
@@ -106,8 +107,9 @@ class LogParser:
 
         A line seen REPEATS_KEPT times already is passed over: it would give the same signals again, and no finding
         quotes more than that many lines, so the 10,000th identical NCCL channel line changes nothing (a traceback
-        header is never passed over: the lines after it differ). Passed-over lines are not counted in `max_hits`.
-        Until then a repeat gets its first time's signals at its own line, without matching it again.
+        header is never passed over: the lines after it differ). Until then a repeat gets its first time's signals
+        at its own line, without matching it again. Neither repeats nor passed-over lines count in `max_hits`, which
+        bounds the text kept: they keep none of their own.
         """
         parsed = into if into is not None else ParsedLog()
         seen: dict[bytes, list[Signal]] = {}
@@ -122,6 +124,12 @@ class LogParser:
                 if hit.needles <= self._step_needles:
                     self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, self._candidates(hit)))
                     continue
+                if hit.raw in seen:
+                    parsed.signals.extend(_at_line(seen[hit.raw], hit.line))
+                    times_seen[hit.raw] = times = times_seen[hit.raw] + 1
+                    if times >= REPEATS_KEPT:
+                        passed_over.add(hit.raw)
+                    continue
                 if max_hits is not None and parsed.hits >= max_hits:
                     parsed.stopped_at = hit.line
                     break
@@ -130,12 +138,6 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                elif hit.raw in seen:
-                    parsed.signals.extend(_at_line(seen[hit.raw], hit.line))
-                    times_seen[hit.raw] = times = times_seen[hit.raw] + 1
-                    if times >= REPEATS_KEPT:
-                        passed_over.add(hit.raw)
-                    continue
                 signals = list(self._match(source, hit.line, hit.text, self._candidates(hit)))
                 parsed.signals.extend(signals)
                 if hit.raw and self._traceback_needle not in hit.needles:

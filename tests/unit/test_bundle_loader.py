@@ -343,3 +343,11 @@ def test_passing_over_repeated_lines_changes_no_finding_nor_quote(bundle, monkey
     passed_over = diagnose(load_bundle(bundle)).to_dict()
     monkeypatch.setattr(logs_module, "REPEATS_KEPT", 10**9)
     assert diagnose(load_bundle(bundle)).to_dict() == passed_over
+
+
+def test_repeats_kept_for_quotes_do_not_use_up_the_matched_lines_limit(bundle, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_HITS_PER_LOG", 10)
+    lines = [f"h:1:2 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(6)] * 4
+    write(bundle / "logs" / "socket.log", "\n".join(lines) + "\n")
+    diagnosis = diagnose(load_bundle(bundle))
+    assert "logs/socket.log" not in diagnosis.sources
