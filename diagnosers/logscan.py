@@ -17,7 +17,7 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 1 << 20
 # Context after a hit (a traceback's frames) must fit in what is kept past the split point.
 LOOKAHEAD_BYTES = 64 << 10
 # Lines longer than this are quoted as a window around the match.
@@ -26,10 +26,15 @@ MAX_CONTEXT_LINES = 120
 # Runs of repeated lines remembered per log (see _Runs), and the longest.
 MAX_RUNS = 1024
 MAX_RUN_BYTES = 64 << 10
+# Runs this long are looked for in each block before the needles are, so their lines are never matched at all;
+# at most this many of them.
+LONG_RUN_BYTES = 1 << 10
+MAX_LONG_RUNS = 16
 # A log that turns binary part way (a core dump appended, a disk image renamed .log) is stopped there rather
 # than scanned for gigabytes: NUL bytes are looked for in this much of each block, which costs nothing.
 BINARY_SAMPLE_BYTES = 64 << 10
 BINARY_NUL_SHARE = 0.01
+NEWLINE = ord("\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +187,7 @@ class LogScanner:
         end = len(data)
         current: Hit | None = None
         line_end = -1
-        for start, index in self._matcher.find(data):
+        for start, index in self._matches(data, runs.recurring(end)):
             if start >= split:
                 break
             if start < line_end:
@@ -208,15 +213,32 @@ class LogScanner:
         if current is not None:
             yield current
 
+    def _matches(self, data: memoryview, skipped: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Needle occurrences in data, in order, outside the skipped ranges (which hold whole lines)."""
+        if not skipped:
+            return self._matcher.find(data)
+        found: list[tuple[int, int]] = []
+        start = 0
+        for skip_from, skip_to in [*skipped, (len(data), len(data))]:
+            if skip_from > start:
+                found += [(at + start, index) for at, index in self._matcher.find(data[start:skip_from])]
+            start = skip_to
+        return found
+
 
 class _Runs:
     """Runs of consecutive passed-over lines, remembered by their first line, so that where one recurs byte for
     byte its lines are passed over at once instead of one by one: a communicator initialised again prints the
-    same 64 channel lines every time. Bounded: runs of at most MAX_RUN_BYTES, at most MAX_RUNS of them."""
+    same 64 channel lines every time. Bounded: runs of at most MAX_RUN_BYTES, at most MAX_RUNS of them.
+
+    Long runs are also looked for in each block before its needles are (a search for a long string skips most of
+    the bytes), so that the needles in them never reach Python at all.
+    """
 
     def __init__(self, buffer: bytearray) -> None:
         self._buffer = buffer
         self._known: dict[bytes, bytes] = {}
+        self._long: dict[bytes, None] = {}
         self._first = b""
         self._start = self._end = -1
         self._lines = 0
@@ -225,7 +247,7 @@ class _Runs:
         """Passes over the line at line_start, and the run it starts where that recurs; returns where the
         passed-over bytes end."""
         known = self._known.get(raw)
-        if known is not None and self._buffer.startswith(known, line_start, end):
+        if known is not None and self._whole_lines_at(known, line_start, end):
             self.close()
             return line_start + len(known)
         if not self._lines or line_start != self._end + 1 or line_end - self._start > MAX_RUN_BYTES:
@@ -238,9 +260,35 @@ class _Runs:
     def close(self) -> None:
         """The current run ends (a line that is not passed over, or the end of a block)."""
         if self._lines > 1 and (self._first in self._known or len(self._known) < MAX_RUNS):
-            self._known[self._first] = bytes(self._buffer[self._start : self._end])
+            run = self._known[self._first] = bytes(self._buffer[self._start : self._end])
+            if len(run) >= LONG_RUN_BYTES and len(self._long) < MAX_LONG_RUNS:
+                self._long[run] = None
         self._start = self._end = -1
         self._lines = 0
+
+    def _whole_lines_at(self, run: bytes, line_start: int, end: int) -> bool:
+        """Whether the run is at line_start in the buffer and ends where a line does (its last line not just the
+        start of a longer one)."""
+        stop = line_start + len(run)
+        return stop < end and self._buffer[stop] == NEWLINE and self._buffer.startswith(run, line_start)
+
+    def recurring(self, end: int) -> list[tuple[int, int]]:
+        """Where long runs recur in the buffer before `end` as whole lines: [start, stop) in order, not overlapping."""
+        buffer = self._buffer
+        found = []
+        for run in self._long:
+            at = buffer.find(run, 0, end)
+            while at >= 0:
+                whole_lines = (at == 0 or buffer[at - 1] == NEWLINE) and self._whole_lines_at(run, at, end)
+                if whole_lines:
+                    found.append((at, at + len(run)))
+                at = buffer.find(run, at + len(run) if whole_lines else at + 1, end)
+        found.sort()
+        apart: list[tuple[int, int]] = []
+        for start, stop in found:
+            if not apart or start >= apart[-1][1]:
+                apart.append((start, stop))
+        return apart
 
 
 class _LineCounter:

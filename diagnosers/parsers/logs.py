@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
@@ -189,4 +189,4 @@ class LogParser:
 
 def _at_line(signals: list[Signal], line: int) -> Iterator[Signal]:
     for signal in signals:
-        yield Signal(signal.kind, replace(signal.quote, line=line), signal.attrs)
+        yield Signal(signal.kind, Quote(signal.quote.source, line, signal.quote.text), signal.attrs)

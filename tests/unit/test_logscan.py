@@ -4,6 +4,7 @@ import random
 import pytest
 
 from diagnosers.logscan import (
+    LONG_RUN_BYTES,
     LOOKAHEAD_BYTES,
     MAX_LINE_BYTES,
     HyperscanMatcher,
@@ -107,29 +108,43 @@ def test_blocks_must_leave_room_for_the_lookahead():
         LogScanner(NEEDLES, block_bytes=LOOKAHEAD_BYTES)
 
 
-def channel_log(reinits: int) -> list[str]:
-    """A communicator initialised again and again: the same channel lines each time, a new comm address."""
+def channel_run(channels: int) -> list[str]:
+    return [f"h1:5:6 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(channels)]
+
+
+def channel_log(reinits: int, channels: int = 8) -> list[str]:
+    """A communicator initialised again and again: the same channel lines each time, a new comm address; now and
+    then a warning among them, one channel line changed, or the run inside longer first or last lines."""
     lines = []
     for reinit in range(reinits):
         lines += [f"step {reinit} loss 0.5", f"h1:5:6 [0] NCCL INFO comm 0x{reinit:x} rank 0 - Init COMPLETE"]
-        lines += [f"h1:5:6 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(8)]
+        run = channel_run(channels)
+        if reinit % 11 == 10:
+            run[channels // 2] = run[channels // 2].replace("Socket", "IB")
+        if reinit % 13 == 12:
+            run[0] = "[rank0]: " + run[0]
+        if reinit % 17 == 16:
+            run[-1] += " (again)"
+        lines += run
         if reinit % 7 == 3:
             lines.append("h1:5:6 [0] NCCL WARN watchdog near a run")
     return lines
 
 
 @pytest.mark.parametrize("matcher_class", MATCHERS)
-def test_lines_passed_over_give_no_hit_and_the_rest_keep_their_true_line_numbers(matcher_class):
+@pytest.mark.parametrize("channels", [8, 40], ids=["short-runs", "long-runs"])
+def test_lines_passed_over_give_no_hit_and_the_rest_keep_their_true_line_numbers(matcher_class, channels):
     needles = [*NEEDLES, Needle(b" via "), Needle(b"Init COMPLETE")]
-    lines = channel_log(400)
+    lines = channel_log(400, channels)
+    assert channels < 40 or len("\n".join(lines[2 : 2 + channels])) > LONG_RUN_BYTES
     data = ("\n".join(lines) + "\n").encode()
-    repeated = {line.encode() for line in lines if " via " in line}
+    repeated = {line.encode() for line in channel_run(channels)}
     scanner = LogScanner(needles, matcher_class(needles), block_bytes=SMALL_BLOCK)
     hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), passed_over=repeated)]
     expected = [
         (number, line)
         for number, line in enumerate(lines, start=1)
-        if ("Init COMPLETE" in line or "NCCL WARN" in line) and line.encode() not in repeated
+        if ("Init COMPLETE" in line or "NCCL WARN" in line or " via " in line) and line.encode() not in repeated
     ]
     assert hits == expected
 
