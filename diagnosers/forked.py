@@ -47,7 +47,7 @@ def can_fork() -> bool:
 
 def share(jobs: Sequence[Job], work: Callable[[Job], Result], timeout_s: float) -> Shared[Result]:
     """work(job) for every job, here and in a forked process. The forked one gets timeout_s to finish, after
-    which it is killed and its unfinished jobs are lost."""
+    which it is killed and its unfinished jobs are lost. Where no process can be forked, all run here."""
     if len(jobs) > MAX_JOBS:
         raise ValueError(f"at most {MAX_JOBS} jobs")
     shared: Shared[Result] = Shared()
@@ -55,22 +55,25 @@ def share(jobs: Sequence[Job], work: Callable[[Job], Result], timeout_s: float) 
     os.write(claims_in, b"".join(_CLAIM.pack(index) for index in range(len(jobs))))
     os.close(claims_in)
     with tempfile.TemporaryFile() as spool:
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # out of processes or memory: one process does it all
+            pid = -1
         if pid == 0:  # pragma: no cover - the forked process; its results are what the tests check
             _work_and_exit(jobs, work, claims_out, spool)
         try:
             for index in _claimed(claims_out):
                 shared.results[index] = work(jobs[index])
         except BaseException:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            if pid > 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
             raise
         finally:
             os.close(claims_out)
-        why = _wait(pid, timeout_s)
+        why = _wait(pid, timeout_s) if pid > 0 else ""
         spool.seek(0)
-        theirs = _read_results(spool)
-    shared.results.update(theirs)
+        shared.results.update(_read_results(spool))
     for index in range(len(jobs)):
         if index not in shared.results:
             shared.lost[index] = why or "it exited before finishing"

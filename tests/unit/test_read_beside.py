@@ -139,3 +139,12 @@ def test_a_file_read_crosses_between_processes_whole(many_files):
     read = bundle_module._read_one(entry, LogParser(), budget)
     assert read.evidence.series
     assert pickle.loads(pickle.dumps(read)) == read
+
+
+def test_where_no_process_can_be_forked_this_one_does_every_job(monkeypatch):
+    def no_fork():
+        raise BlockingIOError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    shared = forked.share(list(range(10)), lambda number: number + 1, timeout_s=5)
+    assert shared.results == {number: number + 1 for number in range(10)} and not shared.lost
