@@ -1,7 +1,7 @@
 """Share a list of independent jobs between this process and one forked beside it: both cores, one result each.
 
-Each process takes the next job as it finishes one (biggest first, by the caller's order), so a few slow jobs
-cannot leave one process idle. The forked process writes each result, pickled, to a temporary file as it goes;
+Each process takes the next job as it finishes one, in the caller's order (slowest first is best), so a few slow
+jobs cannot leave one process idle. The forked process writes each result, pickled, to a temporary file as it goes;
 this process reads them once the other has exited. Whatever happens to the other process (killed, crashed,
 out of time) ends in a reason for each job it took and did not finish, never in a hang or a traceback here.
 """
@@ -81,6 +81,7 @@ def share(jobs: Sequence[Job], work: Callable[[Job], Result], timeout_s: float) 
 
 
 def _claimed(claims: int) -> Iterator[int]:
+    # Every claim was in the pipe before the fork, so each read of one claim's bytes gets all of them.
     while True:
         claim = os.read(claims, _CLAIM.size)
         if len(claim) < _CLAIM.size:
