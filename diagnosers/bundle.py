@@ -327,8 +327,10 @@ class _Loader:
             self.note(relative, read)
             return
         room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
-        if (top == "logs" and (room <= 0 or read.hits > room)) or (
-            top == "prometheus" and self.samples >= MAX_SAMPLES_PER_BUNDLE
+        # The reading process stopped at its own limit, which was tighter than the bundle's is here.
+        cut_short = read.room < room and read.hits >= read.room
+        if (top == "logs" and (room <= 0 or read.hits > room or cut_short)) or (
+            top == "prometheus" and (self.samples >= MAX_SAMPLES_PER_BUNDLE or not read.samples_left)
         ):
             self.add(*entry)
             return
@@ -378,6 +380,9 @@ class _FileRead:
     hits: int
     # Why the bundle's budget ran out while reading it, where it did.
     spent: str
+    # What the bundle-wide limits left the reading process, which counts only what it read itself (_Tally).
+    room: int
+    samples_left: bool
 
     def __reduce__(self) -> tuple[Callable[..., _FileRead], tuple[object, ...]]:
         """Sample values cross between the processes as packed doubles: a million floats pickled one by one take
@@ -388,7 +393,16 @@ class _FileRead:
             bare[metric].append(replace(one, values=[]))
         packed = [array("d", one.values) for _, one in series]
         evidence = replace(self.evidence, series=bare)
-        return _unpacked, (evidence, packed, self.notes, self.present, self.hits, self.spent)
+        return _unpacked, (
+            evidence,
+            packed,
+            self.notes,
+            self.present,
+            self.hits,
+            self.spent,
+            self.room,
+            self.samples_left,
+        )
 
 
 def _unpacked(evidence: Evidence, packed: list[array[float]], *rest: Any) -> _FileRead:
@@ -409,14 +423,27 @@ class _OneFile(_Loader):
         self.notes_made.append((relative, note))
 
 
-def _read_one(entry: Entry, parser: LogParser, budget: Budget) -> _FileRead:
+@dataclass(slots=True)
+class _Tally:
+    """What one process has kept of the files it read, so that it too stays within the bundle-wide limits."""
+
+    hits: int = 0
+    samples: int = 0
+
+
+def _read_one(entry: Entry, parser: LogParser, budget: Budget, tally: _Tally) -> _FileRead:
     one = _OneFile(parser, budget)
+    one.hits, one.samples = tally.hits, tally.samples
+    room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - tally.hits)
+    samples_left = tally.samples < MAX_SAMPLES_PER_BUNDLE
     spent = ""
     try:
         one.add(*entry)
     except BudgetSpent as error:
         spent = str(error)
-    return _FileRead(one.evidence, one.notes_made, one.present, one.hits, spent)
+    read = _FileRead(one.evidence, one.notes_made, one.present, one.hits - tally.hits, spent, room, samples_left)
+    tally.hits, tally.samples = one.hits, one.samples
+    return read
 
 
 def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead | str]:
@@ -433,7 +460,8 @@ def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead |
     # The slowest first, so neither process is left with a slow one at the end while the other waits: Prometheus
     # JSON takes about 50 times longer a byte to decode than a log to scan; then by size.
     chosen.sort(key=lambda index: (not entries[index][0].startswith("prometheus/"), -entries[index][1]))
-    read = partial(_read_one, parser=loader.parser, budget=loader.budget)
+    # Each process has a tally of its own (the fork copies it).
+    read = partial(_read_one, parser=loader.parser, budget=loader.budget, tally=_Tally())
     timeout_s = loader.budget.limits.seconds + READ_BESIDE_GRACE_S
     shared = forked.share([entries[index] for index in chosen], read, timeout_s)
     found: dict[int, _FileRead | str] = {chosen[job]: result for job, result in shared.results.items()}

@@ -29,7 +29,9 @@ def many_files(tmp_path: Path) -> Path:
     (bundle / "logs").mkdir(parents=True)
     for log in sorted(ROOT.glob("tests/corpus/*/bundle/logs/*")):
         shutil.copy(log, bundle / "logs" / f"{log.parents[2].name}--{log.name}")
-    shutil.copytree(ROOT / "examples/bundles/straggler-throttled-gpu/prometheus", bundle / "prometheus")
+    (bundle / "prometheus").mkdir()
+    for metrics in sorted(ROOT.glob("examples/bundles/*/prometheus/*.json")):
+        shutil.copy(metrics, bundle / "prometheus" / f"{metrics.parents[1].name}--{metrics.name}")
     return bundle
 
 
@@ -70,11 +72,21 @@ def test_the_same_evidence_in_the_same_order(many_files, monkeypatch):
     assert beside.series == alone.series
 
 
-def test_bundle_wide_limits_cut_where_one_process_cuts(many_files, monkeypatch):
+def test_the_matched_lines_limit_cuts_where_one_process_cuts(many_files, monkeypatch):
     monkeypatch.setattr(bundle_module, "MAX_HITS_PER_BUNDLE", 40)
-    monkeypatch.setattr(bundle_module, "MAX_SAMPLES_PER_BUNDLE", 10)
     alone = read_alone(many_files, monkeypatch)
     assert any("matching lines, the limit" in note for note in alone["sources"].values())
+    assert read_beside(many_files, monkeypatch) == alone
+
+
+def test_the_samples_limit_cuts_where_one_process_cuts(many_files, monkeypatch):
+    # First in bundle order but read last (the smallest): the process reading it has used up its own limit.
+    smallest = min((many_files / "prometheus").iterdir(), key=lambda path: path.stat().st_size)
+    shutil.copy(smallest, many_files / "prometheus" / "0-first.json")
+    monkeypatch.setattr(bundle_module, "MAX_SAMPLES_PER_BUNDLE", 10)
+    alone = read_alone(many_files, monkeypatch)
+    assert "prometheus/0-first.json" not in alone["sources"]
+    assert "samples, the limit" in alone["sources"]["prometheus/comm-bound-small-batch--DCGM_FI_DEV_GPU_UTIL.json"]
     assert read_beside(many_files, monkeypatch) == alone
 
 
@@ -82,12 +94,12 @@ def fail_in_the_forked_process(monkeypatch: pytest.MonkeyPatch, how) -> None:
     parent = os.getpid()
     read_one = bundle_module._read_one
 
-    def read_or_fail(entry, parser, budget):
+    def read_or_fail(entry, parser, budget, tally):
         if os.getpid() != parent and entry[0].endswith(".log"):
             how()
         # Slow enough here that the forked process surely takes some logs.
         time.sleep(0.002)
-        return read_one(entry, parser, budget)
+        return read_one(entry, parser, budget, tally)
 
     monkeypatch.setattr(bundle_module, "_read_one", read_or_fail)
     monkeypatch.setattr(bundle_module, "READ_BESIDE_MIN_BYTES", 0)
@@ -136,9 +148,18 @@ def test_a_file_read_crosses_between_processes_whole(many_files):
         metrics,
     )
     budget = Budget(Limits())
-    read = bundle_module._read_one(entry, LogParser(), budget)
+    read = bundle_module._read_one(entry, LogParser(), budget, bundle_module._Tally())
     assert read.evidence.series
     assert pickle.loads(pickle.dumps(read)) == read
+
+
+def test_a_process_keeps_no_more_than_the_bundle_wide_limits_of_what_it_reads(many_files):
+    log = max((many_files / "logs").iterdir(), key=lambda path: path.stat().st_size)
+    budget = Budget(Limits())
+    entry = (f"logs/{log.name}", log.stat().st_size, lambda: CountedReader(log.open("rb"), budget), log)
+    spent = bundle_module._Tally(hits=bundle_module.MAX_HITS_PER_BUNDLE)
+    read = bundle_module._read_one(entry, LogParser(), budget, spent)
+    assert read.hits == 0 and "not scanned" in read.notes[0][1]
 
 
 def test_where_no_process_can_be_forked_this_one_does_every_job(monkeypatch):
