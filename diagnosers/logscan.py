@@ -238,7 +238,9 @@ class _Runs:
     def __init__(self, buffer: bytearray) -> None:
         self._buffer = buffer
         self._known: dict[bytes, bytes] = {}
-        self._long: dict[bytes, None] = {}
+        # Long runs by their first line and its newline: the first line is found (a long string is slow to look
+        # for: every search studies it first), then the run is compared.
+        self._long: dict[bytes, bytes] = {}
         self._first = b""
         self._start = self._end = -1
         self._lines = 0
@@ -261,8 +263,8 @@ class _Runs:
         """The current run ends (a line that is not passed over, or the end of a block)."""
         if self._lines > 1 and (self._first in self._known or len(self._known) < MAX_RUNS):
             run = self._known[self._first] = bytes(self._buffer[self._start : self._end])
-            if len(run) >= LONG_RUN_BYTES and len(self._long) < MAX_LONG_RUNS:
-                self._long[run] = None
+            if len(run) >= LONG_RUN_BYTES and (self._first + b"\n" in self._long or len(self._long) < MAX_LONG_RUNS):
+                self._long[self._first + b"\n"] = run
         self._start = self._end = -1
         self._lines = 0
 
@@ -276,13 +278,13 @@ class _Runs:
         """Where long runs recur in the buffer before `end` as whole lines: [start, stop) in order, not overlapping."""
         buffer = self._buffer
         found = []
-        for run in self._long:
-            at = buffer.find(run, 0, end)
+        for first, run in self._long.items():
+            at = buffer.find(first, 0, end)
             while at >= 0:
                 whole_lines = (at == 0 or buffer[at - 1] == NEWLINE) and self._whole_lines_at(run, at, end)
                 if whole_lines:
                     found.append((at, at + len(run)))
-                at = buffer.find(run, at + len(run) if whole_lines else at + 1, end)
+                at = buffer.find(first, at + len(run) if whole_lines else at + 1, end)
         found.sort()
         apart: list[tuple[int, int]] = []
         for start, stop in found:
