@@ -18,17 +18,15 @@ import lzma
 import os
 import tarfile
 import zlib
-from array import array
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from diagnosers import forked
-from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence, Series
+from diagnosers import forked, packed
+from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence
 from diagnosers.limits import MIB, Budget, BudgetSpent, CountedReader, Limits
 from diagnosers.parsers import json_sources
 from diagnosers.parsers.json_sources import BadInput
@@ -385,31 +383,12 @@ class _FileRead:
     samples_left: bool
 
     def __reduce__(self) -> tuple[Callable[..., _FileRead], tuple[object, ...]]:
-        """Sample values cross between the processes as packed doubles: a million floats pickled one by one take
-        several times longer to write and to read."""
-        series = [(metric, one) for metric, all_series in self.evidence.series.items() for one in all_series]
-        bare: defaultdict[str, list[Series]] = defaultdict(list)
-        for metric, one in series:
-            bare[metric].append(replace(one, values=[]))
-        packed = [array("d", one.values) for _, one in series]
-        evidence = replace(self.evidence, series=bare)
-        return _unpacked, (
-            evidence,
-            packed,
-            self.notes,
-            self.present,
-            self.hits,
-            self.spent,
-            self.room,
-            self.samples_left,
-        )
+        fields = (self.notes, self.present, self.hits, self.spent, self.room, self.samples_left)
+        return _unpacked, (packed.pack(self.evidence), *fields)
 
 
-def _unpacked(evidence: Evidence, packed: list[array[float]], *rest: Any) -> _FileRead:
-    bare = [one for all_series in evidence.series.values() for one in all_series]
-    for one, values in zip(bare, packed, strict=True):
-        one.values = values.tolist()
-    return _FileRead(evidence, *rest)
+def _unpacked(evidence: packed.Packed, *fields: Any) -> _FileRead:
+    return _FileRead(packed.unpack(evidence), *fields)
 
 
 class _OneFile(_Loader):
