@@ -9,7 +9,8 @@ metrics and one PyTorch watchdog timeout buried in rank 41:
   each one a candidate line for the parsers.
 
 For each it times `grep -c` over the logs and `trainbot diagnose BUNDLE --json` over the
-bundle, interleaved, and checks that the diagnosis points at the exact line of the timeout.
+bundle, interleaved, and checks that the diagnosis points at the exact line of the timeout
+and that every log was read whole.
 
     python bench/diagnose_scale.py [--workdir DIR] [--size-mb 512] [--repeat 3] [--bundles realistic,restarts]
 
