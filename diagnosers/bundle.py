@@ -434,7 +434,9 @@ def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead |
         if on_disk is not None and relative.split("/", 1)[0] in READ_BESIDE
     ]
     total = sum(entries[index][1] for index in chosen)
-    if total < READ_BESIDE_MIN_BYTES or len(chosen) > forked.MAX_JOBS or not forked.can_fork():
+    if total < READ_BESIDE_MIN_BYTES or len(chosen) > forked.MAX_JOBS:
+        return {}
+    if not (forked.can_fork() and forked.an_idle_core()):
         return {}
     # The slowest first, so neither process is left with a slow one at the end while the other waits: Prometheus
     # JSON takes about 50 times longer a byte to decode than a log to scan; then by size.

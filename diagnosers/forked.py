@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
 Job = TypeVar("Job")
@@ -41,8 +42,22 @@ class Shared(Generic[Result]):
 def can_fork() -> bool:
     """Forking is safe only where no other thread may hold a lock the child would inherit, and pays only on
     more than one core."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return hasattr(os, "fork") and threading.active_count() == 1 and cores > 1
+    return hasattr(os, "fork") and threading.active_count() == 1 and _cores() > 1
+
+
+def an_idle_core() -> bool:
+    """Whether a second process would find a core to itself now: fewer tasks running than cores, this one
+    included (Linux's /proc/loadavg; elsewhere assumed). On a machine kept busy by others, a second process
+    only adds the cost of forking and of handing results across, and one process finishes sooner."""
+    try:
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return True
+    return running < _cores()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def share(jobs: Sequence[Job], work: Callable[[Job], Result], timeout_s: float) -> Shared[Result]:

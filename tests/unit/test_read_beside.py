@@ -22,6 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs fork, one thread and two cores")
 
 
+@pytest.fixture(autouse=True)
+def idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However busy the machine running the tests, the second process is started."""
+    monkeypatch.setattr(forked, "an_idle_core", lambda: True)
+
+
 @pytest.fixture
 def many_files(tmp_path: Path) -> Path:
     """Every corpus case's logs in one bundle, beside an example's metrics: tracebacks, timeouts, NCCL chatter."""
@@ -165,3 +171,14 @@ def test_where_no_process_can_be_forked_this_one_does_every_job(monkeypatch):
     monkeypatch.setattr(os, "fork", no_fork)
     shared = forked.share(list(range(10)), lambda number: number + 1, timeout_s=5)
     assert shared.results == {number: number + 1 for number in range(10)} and not shared.lost
+
+
+def test_an_idle_core_is_one_no_other_task_is_running_on(monkeypatch, tmp_path):
+    monkeypatch.undo()
+    monkeypatch.setattr(forked, "_cores", lambda: 2)
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(forked, "Path", lambda _: loadavg)
+    loadavg.write_text("0.50 0.40 0.30 1/250 4242\n")
+    assert forked.an_idle_core()
+    loadavg.write_text("2.50 2.40 2.30 3/250 4242\n")
+    assert not forked.an_idle_core()
