@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+# What trainbot writes (state, logs, kept bundles, incident reports) is its user's alone. Here rather than in
+# actions.settings so that `trainbot diagnose` starts without loading pydantic.
+PRIVATE_UMASK = 0o077
+
+
+class SettingsError(ValueError):
+    """The configuration cannot be used; the message says which file or variable to fix."""
+
 
 class ActionError(Exception):
     """Something the person asking can fix: the message names the thing and the fix."""

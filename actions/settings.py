@@ -17,23 +17,18 @@ import yaml
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from actions.errors import SettingsError
 from diagnosers.collect.target import DCGM_METRICS
 from diagnosers.limits import MIB, Limits
 
 log = logging.getLogger(__name__)
 
 CONFIG_ENV = "TRAINBOT_CONFIG"
-# What trainbot writes (state, logs, kept bundles, incident reports) is its user's alone.
-PRIVATE_UMASK = 0o077
 PRIVATE_DIR_MODE = 0o700
 MASK = "***"
 USER_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@(?P<host>[^@]*)$", re.DOTALL)
 # Query parameters whose values are credentials (?token=..., ?api_key=..., ?password=...).
 SECRET_QUERY = re.compile(r"(?P<key>[?&][^=&#]*(?:token|pass|secret|key|auth|sig|cred)[^=&#]*=)[^&#]*", re.IGNORECASE)
-
-
-class SettingsError(ValueError):
-    """The configuration cannot be used; the message says which file or variable to fix."""
 
 
 class Settings(BaseSettings):

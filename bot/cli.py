@@ -1,27 +1,24 @@
 """`trainbot`: the command line. Each subcommand parses, calls one function, renders.
 
-Imports stay lazy so `trainbot diagnose` starts fast and the bot's path never loads torch.
+Imports stay lazy so `trainbot diagnose` starts fast (it loads neither pydantic nor the other commands' modules)
+and the bot's path never loads torch.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import re
 import sys
-import tempfile
-import traceback
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from actions.errors import ActionError
-from actions.settings import PRIVATE_UMASK, SettingsError
-from bot.db_commands import add_db_commands
-from bot.job_commands import add_job_commands, parse_job_words
-from bot.model_commands import add_model_commands
+from actions.errors import PRIVATE_UMASK, ActionError, SettingsError
+
+if TYPE_CHECKING:
+    from diagnosers.limits import Limits
 
 EXIT_USAGE = 2
 # A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
@@ -33,16 +30,22 @@ class UserError(Exception):
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from actions.settings import load_settings  # noqa: PLC0415
+    import gc  # noqa: PLC0415
+
+    # One diagnosis and the process exits: the cycle collector would only walk, again and again, the millions of
+    # objects that decoding metrics makes (10-15% of a big bundle's time), to find no cycle worth freeing.
+    gc.disable()
     from bot.report import render_text  # noqa: PLC0415
     from diagnosers.bundle import NotABundle  # noqa: PLC0415
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
-    limits = load_settings().bundle_limits()
+    limits = _bundle_limits()
     try:
         if is_bundle_path(args.target):
             diagnosis = diagnose_path(Path(args.target), limits)
         else:
+            import tempfile  # noqa: PLC0415
+
             from bot.job_commands import collect_live  # noqa: PLC0415 - settings, store, backends
 
             with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
@@ -55,6 +58,19 @@ def _diagnose(args: argparse.Namespace) -> int:
     else:
         print(render_text(diagnosis))
     return 0
+
+
+def _bundle_limits() -> Limits:
+    """The settings' limits for reading a bundle. With no TRAINBOT_* variable set (nor TRAINBOT_CONFIG) every
+    setting is its default, and these defaults are Limits()'s own: no need to load the settings, whose pydantic
+    takes most of a diagnosis's start-up."""
+    if not any(name.upper().startswith("TRAINBOT_") for name in os.environ):
+        from diagnosers.limits import Limits  # noqa: PLC0415
+
+        return Limits()
+    from actions.settings import load_settings  # noqa: PLC0415
+
+    return load_settings().bundle_limits()
 
 
 def is_bundle_path(target: str) -> bool:
@@ -75,6 +91,8 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
     from actions.settings import load_settings  # noqa: PLC0415
     from bot.http_server import Limits  # noqa: PLC0415
     from bot.web import serve_everything  # noqa: PLC0415
@@ -112,10 +130,17 @@ def add_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type:
     diagnose.set_defaults(handler=_diagnose)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_diagnose: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; with only_diagnose, just `diagnose` (which needs none of the others' modules)."""
     parser = argparse.ArgumentParser(prog="trainbot", description="Chat-ops for GPU training on Ray.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_diagnose_command(commands)
+    if only_diagnose:
+        return parser
+    from bot.db_commands import add_db_commands  # noqa: PLC0415
+    from bot.job_commands import add_job_commands  # noqa: PLC0415
+    from bot.model_commands import add_model_commands  # noqa: PLC0415
+
     config = commands.add_parser("config", help="print the effective settings")
     config.set_defaults(handler=_config)
     serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (Slack, MLflow webhooks, /healthz)")
@@ -161,7 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Files trainbot (and the Ray head it starts) creates are 0600 and folders 0700: the state store,
     # logs, kept bundles and incident reports hold job logs and credentials' neighbours.
     os.umask(PRIVATE_UMASK)
-    args = parse_job_words(build_parser(), argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] == ["diagnose"]:
+        args = build_parser(only_diagnose=True).parse_args(words)
+    else:
+        from bot.job_commands import parse_job_words  # noqa: PLC0415
+
+        args = parse_job_words(build_parser(), words)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
@@ -178,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _unexpected() -> int:
     """Keep the traceback in an incident report and show its id, never the traceback itself."""
+    import traceback  # noqa: PLC0415
+    import uuid  # noqa: PLC0415
+
     incident = uuid.uuid4().hex[:12]
     report = _incident_dir() / f"incident-{incident}.log"
     report.write_text(traceback.format_exc(), encoding="utf-8")  # 0600: main's umask
@@ -190,6 +224,8 @@ def _unexpected() -> int:
 
 def _incident_dir() -> Path:
     """<data dir>/incidents; a private temporary folder where the settings cannot say which data dir."""
+    import tempfile  # noqa: PLC0415
+
     from actions.settings import load_settings  # noqa: PLC0415
 
     try:

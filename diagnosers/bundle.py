@@ -20,9 +20,12 @@ import tarfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from diagnosers import forked, packed
 from diagnosers.evidence import MISSING, OK, SOURCE_NAMES, Evidence
 from diagnosers.limits import MIB, Budget, BudgetSpent, CountedReader, Limits
 from diagnosers.parsers import json_sources
@@ -71,13 +74,31 @@ class Refused(Exception):
 
 # Opens a file of the bundle: its bytes counted against the budget (a refused member raises Refused).
 Opener = Callable[[], CountedReader]
+# A file of the bundle: its layout path, its size, how to open it, and where it lies on disk (None in an archive).
+Entry = tuple[str, int, Opener, Path | None]
+# Bytes read at a time when a log's lines are counted again from its file.
+RECOUNT_CHUNK_BYTES = 1 * MIB
+# A folder bundle's logs and Prometheus files are read by two processes (diagnosers.forked), each file whole by
+# one of them, once they come to this many bytes; below it a fork costs more than it saves.
+READ_BESIDE_MIN_BYTES = 32 * MIB
+READ_BESIDE = frozenset({"logs", "prometheus"})
+# How long past the bundle's time limit the other process may take before it is stopped.
+READ_BESIDE_GRACE_S = 5.0
 
 
 def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | None = None) -> Evidence:
     loader = _Loader(parser or LogParser(), Budget(limits or Limits()))
     try:
-        for relative, size, opener in _entries(path, loader.budget):
-            loader.add(relative, size, opener)
+        entries = _entries(path, loader.budget)
+        read_beside: dict[int, _FileRead | str] = {}
+        if path.is_dir():
+            entries = list(entries)
+            read_beside = _read_beside(entries, loader)
+        for index, entry in enumerate(entries):
+            if index in read_beside:
+                loader.take(entry, read_beside[index])
+            else:
+                loader.add(*entry)
     except BudgetSpent as spent:
         after = f"; nothing after {loader.last} was read" if loader.last else ""
         loader.note_bundle(path.name, f"error: {spent}{after}")
@@ -92,7 +113,7 @@ def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | No
     return loader.finish()
 
 
-def _entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _entries(path: Path, budget: Budget) -> Iterator[Entry]:
     if path.is_dir():
         return _folder_entries(path, budget)
     if path.is_file():
@@ -102,14 +123,14 @@ def _entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
     raise NotABundle(f"{path} does not exist")
 
 
-def _folder_entries(root: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _folder_entries(root: Path, budget: Budget) -> Iterator[Entry]:
     """Files under the layout's own names only: never a walk of whatever folder was passed."""
     for name in sorted(LAYOUT_ROOTS):
         top = root / name
         if top.is_symlink():
             continue
         if top.is_file():
-            yield name, top.stat().st_size, lambda top=top: CountedReader(top.open("rb"), budget)
+            yield name, top.stat().st_size, lambda top=top: CountedReader(top.open("rb"), budget), top
             continue
         for folder, dirnames, filenames in os.walk(top):
             dirnames.sort()
@@ -118,10 +139,10 @@ def _folder_entries(root: Path, budget: Budget) -> Iterator[tuple[str, int, Open
                 if full.is_symlink() or not full.is_file():
                     continue
                 relative = full.relative_to(root).as_posix()
-                yield relative, full.stat().st_size, lambda full=full: CountedReader(full.open("rb"), budget)
+                yield relative, full.stat().st_size, lambda full=full: CountedReader(full.open("rb"), budget), full
 
 
-def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]]:
+def _tar_entries(path: Path, budget: Budget) -> Iterator[Entry]:
     """Members in archive order. Every decompressed byte, a skipped one too, is counted below tarfile."""
     with ExitStack() as stack:
         plain = _decompressed(stack.enter_context(path.open("rb")))
@@ -132,7 +153,7 @@ def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]
             relative = _layout_path(member.name)
             refusal = _refusal(member)
             if refusal:
-                yield relative, member.size, lambda refusal=refusal: _refuse(refusal)
+                yield relative, member.size, lambda refusal=refusal: _refuse(refusal), None
                 continue
             stream = archive.extractfile(member)
             if stream is not None:
@@ -140,6 +161,7 @@ def _tar_entries(path: Path, budget: Budget) -> Iterator[tuple[str, int, Opener]
                     relative,
                     member.size,
                     lambda stream=stream: CountedReader(stream, budget, budget.limits.file_bytes),
+                    None,
                 )
 
 
@@ -195,7 +217,7 @@ class _Loader:
         self.steps = 0
         self.samples = 0
 
-    def add(self, relative: str, size: int, opener: Opener) -> None:
+    def add(self, relative: str, size: int, opener: Opener, on_disk: Path | None = None) -> None:
         top = relative.split("/", 1)[0]
         if top not in LAYOUT_ROOTS or (relative == top and top != "bundle.json"):
             return
@@ -205,7 +227,7 @@ class _Loader:
             with opener() as counted:
                 if size == 0:
                     raise BadInput("empty file")
-                self._read(relative, top, counted)
+                self._read(relative, top, counted, on_disk)
             if top in SOURCE_NAMES:
                 self.present.add(top)
             if counted.cut:
@@ -220,10 +242,10 @@ class _Loader:
         except OSError as error:
             self.note(relative, f"error: cannot read ({error.strerror or error})")
 
-    def _read(self, relative: str, top: str, counted: CountedReader) -> None:
+    def _read(self, relative: str, top: str, counted: CountedReader, on_disk: Path | None) -> None:
         stream = io.BufferedReader(counted, SNIFF_BYTES)
         if top == "logs":
-            self._read_log(relative, stream)
+            self._read_log(relative, stream, on_disk)
         elif top == "steps":
             self._read_steps(relative, stream)
         else:
@@ -261,7 +283,7 @@ class _Loader:
         if problems:
             self.note(relative, "error: " + "; ".join(problems))
 
-    def _read_log(self, relative: str, stream: io.BufferedReader) -> None:
+    def _read_log(self, relative: str, stream: io.BufferedReader, on_disk: Path | None) -> None:
         if _looks_binary(stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]):
             raise BadInput("binary content, not a text log; skipped")
         room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
@@ -275,7 +297,8 @@ class _Loader:
 
         parsed = ParsedLog()
         try:
-            self.parser.parse(relative, stream, on_long_line, into=parsed, max_hits=room)
+            recount = partial(_newlines_between, on_disk) if on_disk else None
+            self.parser.parse(relative, stream, on_long_line, into=parsed, max_hits=room, recount=recount)
         finally:
             # A log cut short (a damaged archive, a spent budget) still gives what was read before the cut.
             self.hits += parsed.hits
@@ -289,6 +312,38 @@ class _Loader:
                 f"error: stopped at line {parsed.stopped_at}: {room} lines matched trainbot's patterns, the limit; "
                 "the rest was not scanned",
             )
+
+    def take(self, entry: Entry, read: _FileRead | str) -> None:
+        """A file read by the other process (or why it was not), taken in bundle order as `add` would have read it.
+        Where the bundle-wide limits would have read it otherwise (fewer matched lines left, no samples left), it
+        is read again here, so the diagnosis is the same whichever process read what."""
+        relative = entry[0]
+        top = relative.split("/", 1)[0]
+        self.recognised = True
+        self.last = relative
+        if isinstance(read, str):
+            self.note(relative, read)
+            return
+        room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - self.hits)
+        # The reading process stopped at its own limit, which was tighter than the bundle's is here.
+        cut_short = read.room < room and read.hits >= read.room
+        if (top == "logs" and (room <= 0 or read.hits > room or cut_short)) or (
+            top == "prometheus" and (self.samples >= MAX_SAMPLES_PER_BUNDLE or not read.samples_left)
+        ):
+            self.add(*entry)
+            return
+        self.hits += read.hits
+        for signals in read.evidence.signals.values():
+            self.evidence.add_signals(signals)
+        self.evidence.exceptions.extend(read.evidence.exceptions)
+        for metric, series in read.evidence.series.items():
+            self.evidence.series[metric].extend(series)
+            self.samples += sum(len(one.values) for one in series)
+        self.present |= read.present
+        for noted, note in read.notes:
+            self.note(noted, note)
+        if read.spent:
+            raise BudgetSpent(read.spent)
 
     def note(self, relative: str, note: str) -> None:
         if len(self.notes) < MAX_FILE_NOTES:
@@ -311,6 +366,103 @@ class _Loader:
         sources.update(self.bundle_notes)
         self.evidence.sources = sources
         return self.evidence
+
+
+@dataclass(slots=True)
+class _FileRead:
+    """What reading one file gave, kept apart for the loader to take in bundle order."""
+
+    evidence: Evidence
+    notes: list[tuple[str, str]]
+    present: set[str]
+    hits: int
+    # Why the bundle's budget ran out while reading it, where it did.
+    spent: str
+    # What the bundle-wide limits left the reading process, which counts only what it read itself (_Tally).
+    room: int
+    samples_left: bool
+
+    def __reduce__(self) -> tuple[Callable[..., _FileRead], tuple[object, ...]]:
+        fields = (self.notes, self.present, self.hits, self.spent, self.room, self.samples_left)
+        return _unpacked, (packed.pack(self.evidence), *fields)
+
+
+def _unpacked(evidence: packed.Packed, *fields: Any) -> _FileRead:
+    return _FileRead(packed.unpack(evidence), *fields)
+
+
+class _OneFile(_Loader):
+    """Reads one file as the loader would, into its own Evidence, keeping its notes in the order they came."""
+
+    def __init__(self, parser: LogParser, budget: Budget) -> None:
+        super().__init__(parser, budget)
+        self.notes_made: list[tuple[str, str]] = []
+
+    def note(self, relative: str, note: str) -> None:
+        self.notes_made.append((relative, note))
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one process has kept of the files it read, so that it too stays within the bundle-wide limits."""
+
+    hits: int = 0
+    samples: int = 0
+
+
+def _read_one(entry: Entry, parser: LogParser, budget: Budget, tally: _Tally) -> _FileRead:
+    one = _OneFile(parser, budget)
+    one.hits, one.samples = tally.hits, tally.samples
+    room = min(MAX_HITS_PER_LOG, MAX_HITS_PER_BUNDLE - tally.hits)
+    samples_left = tally.samples < MAX_SAMPLES_PER_BUNDLE
+    spent = ""
+    try:
+        one.add(*entry)
+    except BudgetSpent as error:
+        spent = str(error)
+    read = _FileRead(one.evidence, one.notes_made, one.present, one.hits - tally.hits, spent, room, samples_left)
+    tally.hits, tally.samples = one.hits, one.samples
+    return read
+
+
+def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead | str]:
+    """The big independent files of a folder bundle, read by this process and a forked one; by entry index, each
+    file's read, or the note for one whose reader failed. Empty where two processes would not pay or not be safe."""
+    chosen = [
+        index
+        for index, (relative, _, _, on_disk) in enumerate(entries)
+        if on_disk is not None and relative.split("/", 1)[0] in READ_BESIDE
+    ]
+    total = sum(entries[index][1] for index in chosen)
+    if total < READ_BESIDE_MIN_BYTES or len(chosen) > forked.MAX_JOBS:
+        return {}
+    if not (forked.can_fork() and forked.an_idle_core()):
+        return {}
+    # The slowest first, so neither process is left with a slow one at the end while the other waits: Prometheus
+    # JSON takes about 50 times longer a byte to decode than a log to scan; then by size.
+    chosen.sort(key=lambda index: (not entries[index][0].startswith("prometheus/"), -entries[index][1]))
+    # Each process has a tally of its own (the fork copies it).
+    read = partial(_read_one, parser=loader.parser, budget=loader.budget, tally=_Tally())
+    timeout_s = loader.budget.limits.seconds + READ_BESIDE_GRACE_S
+    shared = forked.share([entries[index] for index in chosen], read, timeout_s)
+    found: dict[int, _FileRead | str] = {chosen[job]: result for job, result in shared.results.items()}
+    for job, why in shared.lost.items():
+        found[chosen[job]] = f"error: the process reading it beside the main one failed ({why}); not read"
+    return found
+
+
+def _newlines_between(path: Path, start: int, end: int) -> int:
+    """Newlines in bytes [start, end) of a file, read again in chunks."""
+    count = 0
+    with path.open("rb", buffering=0) as file:
+        file.seek(start)
+        while start < end:
+            chunk = file.read(min(end - start, RECOUNT_CHUNK_BYTES))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            start += len(chunk)
+    return count
 
 
 def _cut(limits: Limits) -> str:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO
 
-from diagnosers.findings import Quote
-from diagnosers.logscan import LogScanner, Needle
+from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
+from diagnosers.logscan import Hit, LogScanner, Needle, Recount
 from diagnosers.parsers import (
     cuda,
     failures,
@@ -45,6 +45,9 @@ LINE_PATTERNS: tuple[LinePattern, ...] = (
     *throughput.PATTERNS,
 )
 
+# Times an identical line is parsed before the rest of its repeats are passed over: enough to fill a finding's quotes.
+REPEATS_KEPT = MAX_QUOTES_PER_FINDING
+
 
 # A training loop prints a timing line every few steps, a long run hundreds of thousands: they neither count
 # towards the matched-line limit (a failure after them must still be read) nor are all kept; the first and
@@ -66,7 +69,8 @@ _RECORD_START = re.compile(
 class ParsedLog:
     signals: list[Signal] = field(default_factory=list)
     exceptions: list[PythonException] = field(default_factory=list)
-    # Lines that held a needle; the first one not parsed when `max_hits` stopped the parse.
+    # Distinct lines that held a needle (repeats keep no text of their own); the first one not parsed when
+    # `max_hits` stopped the parse.
     hits: int = 0
     stopped_at: int = 0
     # The line from which the log turned out to be binary, where it did; the scan stopped there.
@@ -114,10 +118,22 @@ class LogParser:
         on_long_line: Callable[[int], None] | None = None,
         into: ParsedLog | None = None,
         max_hits: int | None = None,
+        recount: Recount | None = None,
     ) -> ParsedLog:
         """Parse a log; with `into`, results land there as they come, so a read error keeps them. The parse stops
-        after `max_hits` matched lines, and where the log turns binary."""
+        after `max_hits` matched lines, and where the log turns binary. `recount` lets the scanner count lines
+        only as far as the last matched line (see LogScanner.scan).
+
+        A line seen REPEATS_KEPT times already is passed over: it would give the same signals again, and no finding
+        quotes more than that many lines, so the 10,000th identical NCCL channel line changes nothing (a traceback
+        header is never passed over: the lines after it differ). Until then a repeat gets its first time's signals
+        at its own line, without matching it again. Neither repeats nor passed-over lines count in `max_hits`, which
+        bounds the text kept: they keep none of their own.
+        """
         parsed = into if into is not None else ParsedLog()
+        seen: dict[bytes, list[Signal]] = {}
+        times_seen: dict[bytes, int] = {}
+        passed_over: set[bytes] = set()
 
         def on_binary(line: int) -> None:
             parsed.binary_at = line
@@ -127,10 +143,15 @@ class LogParser:
         head: Quote | None = None
         head_end = 0
         try:
-            for hit in self._scanner.scan(stream, on_long_line, on_binary):
-                candidates = sorted({owner for needle in hit.needles for owner in self._owners[needle]})
+            for hit in self._scanner.scan(stream, on_long_line, on_binary, passed_over, recount):
                 if hit.needles <= self._step_needles:
-                    self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, candidates))
+                    self._keep_step_lines(parsed, self._match(source, hit.line, hit.text, self._candidates(hit)))
+                    continue
+                if hit.raw in seen:
+                    parsed.signals.extend(_at_line(seen[hit.raw], hit.line))
+                    times_seen[hit.raw] = times = times_seen[hit.raw] + 1
+                    if times >= REPEATS_KEPT:
+                        passed_over.add(hit.raw)
                     continue
                 if max_hits is not None and parsed.hits >= max_hits:
                     parsed.stopped_at = hit.line
@@ -140,18 +161,27 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                matched = list(self._matches(source, hit.line, hit.text, candidates, hit.after))
+                matched = list(self._matches(source, hit.line, hit.text, self._candidates(hit), hit.after))
                 signals = [signal for _, signal in matched]
-                if head is not None and head.line < hit.line <= head_end:
+                wrapped = any(line_pattern.wraps for line_pattern, _ in matched)
+                continues_a_message = head is not None and head.line < hit.line <= head_end
+                if continues_a_message:
                     signals = [replace(signal, quote=head) for signal in signals]
-                elif any(line_pattern.wraps for line_pattern, _ in matched):
+                elif wrapped:
                     head, head_end = Quote(source, hit.line, hit.text), hit.line + _continued_lines(hit.text, hit.after)
                 parsed.signals.extend(signals)
+                # A repeat reuses these signals at its own line: only where they read this line alone.
+                if hit.raw and self._traceback_needle not in hit.needles and not (wrapped or continues_a_message):
+                    seen[hit.raw] = signals
+                    times_seen[hit.raw] = 1
         finally:
             parsed.exceptions[:] = failures.with_exceptions_without_header(parsed.signals, parsed.exceptions)
             parsed.signals.extend(parsed.latest_step_lines)
             parsed.latest_step_lines.clear()
         return parsed
+
+    def _candidates(self, hit: Hit) -> list[int]:
+        return sorted({owner for needle in hit.needles for owner in self._owners[needle]})
 
     @staticmethod
     def _keep_step_lines(parsed: ParsedLog, signals: Iterator[Signal]) -> None:
@@ -232,3 +262,8 @@ def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) 
             if attrs is not None:
                 return attrs
     return None
+
+
+def _at_line(signals: list[Signal], line: int) -> Iterator[Signal]:
+    for signal in signals:
+        yield Signal(signal.kind, Quote(signal.quote.source, line, signal.quote.text), signal.attrs)

@@ -91,7 +91,11 @@ def write_bomb(path: Path, compression: str, name: str, line: bytes, total: int)
 
 
 STEP_LINE = b'{"rank": 0, "step": 1, "time": 1.0, "step_s": 0.5, "data_s": 0.1, "comm_s": 0.1, "samples": 8}\n'
-WARN_LINE = b"host-0:1:2 [0] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.9<4000>\n"
+# Distinct lines: repeats of one line are passed over, and do not use up the matched-lines limit.
+WARN_LINES = b"".join(
+    f"host-0:1:2 [0] NCCL WARN NET/Socket : Connection closed by peer 10.0.{peer >> 8}.{peer & 255}<4000>\n".encode()
+    for peer in range(12_000)
+)
 # Small limits for the bombs that need not be at the defaults to make their point, so they stay quick.
 SMALL_LIMITS = {"TRAINBOT_BUNDLE_MAX_FILE_MB": "128", "TRAINBOT_BUNDLE_MAX_TOTAL_MB": "256"}
 
@@ -110,7 +114,7 @@ def test_a_five_gigabyte_steps_bomb_at_the_default_limits_is_cut_and_noted(tmp_p
     ("compression", "name", "line", "note"),
     [
         ("bz2", "logs/zeros.log", b"\x00", "binary content"),
-        ("xz", "logs/warn.log", WARN_LINE, "lines matched trainbot's patterns, the limit"),
+        ("xz", "logs/warn.log", WARN_LINES, "lines matched trainbot's patterns, the limit"),
         ("gz", "logs/chatter.log", b"step 1 loss 0.5\n", "cut at 128 MB, the limit for one file"),
         ("bz2", "k8s/events.json", b"[{}," * 1024, "over 64 MB, the limit for a JSON file"),
     ],

@@ -10,8 +10,9 @@ import pytest
 from diagnosers import bundle as bundle_module
 from diagnosers.bundle import MAX_FILE_NOTES, NotABundle, load_bundle
 from diagnosers.engine import diagnose
-from diagnosers.findings import NCCL_TIMEOUT
+from diagnosers.findings import NCCL_NETWORK_ERROR, NCCL_TIMEOUT
 from diagnosers.limits import MIB, Limits
+from diagnosers.parsers import logs as logs_module
 from diagnosers.parsers.json_sources import QUOTE_WINDOW
 
 TIMEOUT_LINE = (
@@ -304,10 +305,22 @@ def test_a_json_file_that_would_take_too_much_memory_is_refused_before_it_is_par
 
 def test_a_log_with_too_many_matching_lines_stops_with_a_note(bundle, monkeypatch):
     monkeypatch.setattr(bundle_module, "MAX_HITS_PER_LOG", 10)
-    write(bundle / "logs" / "warn.log", "h:1:2 [0] NCCL WARN NET/Socket : Connection closed by peer\n" * 50)
+    # Distinct lines: repeats of one line are passed over and not counted (the next test).
+    lines = [f"h:1:2 [0] NCCL WARN NET/Socket : Connection closed by peer 10.0.0.{peer}\n" for peer in range(50)]
+    write(bundle / "logs" / "warn.log", "".join(lines))
     diagnosis = diagnose(load_bundle(bundle))
     assert "stopped at line 11: 10 lines matched" in diagnosis.sources["logs/warn.log"]
     assert NCCL_TIMEOUT in {found.id for found in diagnosis.findings}
+
+
+def test_repeats_of_one_line_do_not_use_up_the_matched_lines_limit(bundle, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_HITS_PER_LOG", 10)
+    repeated = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0\n" * 50_000
+    write(bundle / "logs" / "socket.log", repeated + "h:1:2 [0] NCCL WARN NET/Socket : Connection closed by peer\n")
+    diagnosis = diagnose(load_bundle(bundle))
+    assert "logs/socket.log" not in diagnosis.sources
+    (network,) = [found for found in diagnosis.findings if found.id == NCCL_NETWORK_ERROR]
+    assert [quote.line for quote in network.evidence if quote.source == "logs/socket.log"] == [50_001]
 
 
 def test_minified_json_is_quoted_as_a_window_not_the_whole_file(tmp_path):
@@ -317,3 +330,24 @@ def test_minified_json_is_quoted_as_a_window_not_the_whole_file(tmp_path):
     (host_oom,) = [found for found in diagnose(load_bundle(tmp_path)).findings if found.id == "host-oom"]
     assert host_oom.evidence
     assert all(len(quote.text) <= 2 * QUOTE_WINDOW + 500 for quote in host_oom.evidence)
+
+
+def test_passing_over_repeated_lines_changes_no_finding_nor_quote(bundle, monkeypatch):
+    lines = []
+    for reinit in range(300):
+        lines.append(f"h{reinit % 3}:5:6 [0] NCCL INFO comm 0x{reinit:x} rank 0 nranks 2 - Init COMPLETE")
+        lines += [f"h1:5:6 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(4)]
+        lines += ["h1:5:6 [0] NCCL INFO Using network Socket", "h1:5:6 [0] NCCL INFO NCCL version 2.21.5+cuda12.4"]
+    write(bundle / "logs" / "rank-0.log", "\n".join(lines) + "\n")
+    write(bundle / "logs" / "rank-1.log", "\n".join(reversed(lines)) + "\n")
+    passed_over = diagnose(load_bundle(bundle)).to_dict()
+    monkeypatch.setattr(logs_module, "REPEATS_KEPT", 10**9)
+    assert diagnose(load_bundle(bundle)).to_dict() == passed_over
+
+
+def test_repeats_kept_for_quotes_do_not_use_up_the_matched_lines_limit(bundle, monkeypatch):
+    monkeypatch.setattr(bundle_module, "MAX_HITS_PER_LOG", 10)
+    lines = [f"h:1:2 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(6)] * 4
+    write(bundle / "logs" / "socket.log", "\n".join(lines) + "\n")
+    diagnosis = diagnose(load_bundle(bundle))
+    assert "logs/socket.log" not in diagnosis.sources

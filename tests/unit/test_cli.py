@@ -261,3 +261,18 @@ def test_an_incident_report_is_private_in_the_data_directory(tmp_path):
     assert "secret-looking-detail" in report.read_text(encoding="utf-8")
     assert (modes(data / "incidents"), report.stat().st_mode & 0o777) == ({".": 0o700, report.name: 0o600}, 0o600)
     assert set(Path(tempfile.gettempdir()).glob("trainbot-error-*")) == before
+
+
+def test_diagnose_starts_without_pydantic_yet_a_bundle_limit_set_in_the_environment_holds():
+    code = (
+        "import sys, json; from bot.cli import main; code = main(json.loads(sys.argv[1])); "
+        "assert not [m for m in sys.modules if m.startswith('pydantic')]; sys.exit(code)"
+    )
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
+    argv = json.dumps(["diagnose", str(EXAMPLES / "failed-gpu-oom"), "--json"])
+    started = subprocess.run(
+        [sys.executable, "-c", code, argv], capture_output=True, text=True, timeout=120, env=clean, check=False
+    )
+    assert started.returncode == 0, started.stderr
+    refused = run("diagnose", str(EXAMPLES / "failed-gpu-oom"), env={"TRAINBOT_BUNDLE_DEADLINE_S": "0"})
+    assert refused.returncode == 2 and "bundle_deadline_s" in refused.stderr

@@ -4,6 +4,7 @@ import random
 import pytest
 
 from diagnosers.logscan import (
+    LONG_RUN_BYTES,
     LOOKAHEAD_BYTES,
     MAX_LINE_BYTES,
     HyperscanMatcher,
@@ -11,6 +12,7 @@ from diagnosers.logscan import (
     Needle,
     RegexMatcher,
 )
+from diagnosers.parsers.logs import REPEATS_KEPT, LogParser
 
 NEEDLES = [Needle(b"NCCL WARN"), Needle(b"watchdog", caseless=True), Needle(b"Traceback", context=True)]
 MATCHERS = [HyperscanMatcher, RegexMatcher]
@@ -111,3 +113,79 @@ def test_invalid_utf8_is_replaced_not_fatal():
 def test_blocks_must_leave_room_for_the_lookahead():
     with pytest.raises(ValueError, match="larger than the look-ahead"):
         LogScanner(NEEDLES, block_bytes=LOOKAHEAD_BYTES)
+
+
+def channel_run(channels: int) -> list[str]:
+    return [f"h1:5:6 [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via NET/Socket/0" for ch in range(channels)]
+
+
+def channel_log(reinits: int, channels: int = 8) -> list[str]:
+    """A communicator initialised again and again: the same channel lines each time, a new comm address; now and
+    then a warning among them, one channel line changed, or the run inside longer first or last lines."""
+    lines = []
+    for reinit in range(reinits):
+        lines += [f"step {reinit} loss 0.5", f"h1:5:6 [0] NCCL INFO comm 0x{reinit:x} rank 0 - Init COMPLETE"]
+        run = channel_run(channels)
+        if reinit % 11 == 10:
+            run[channels // 2] = run[channels // 2].replace("Socket", "IB")
+        if reinit % 13 == 12:
+            run[0] = "[rank0]: " + run[0]
+        if reinit % 17 == 16:
+            run[-1] += " (again)"
+        lines += run
+        if reinit % 7 == 3:
+            lines.append("h1:5:6 [0] NCCL WARN watchdog near a run")
+    return lines
+
+
+@pytest.mark.parametrize("matcher_class", MATCHERS)
+@pytest.mark.parametrize("channels", [8, 40], ids=["short-runs", "long-runs"])
+def test_lines_passed_over_give_no_hit_and_the_rest_keep_their_true_line_numbers(matcher_class, channels):
+    needles = [*NEEDLES, Needle(b" via "), Needle(b"Init COMPLETE")]
+    lines = channel_log(400, channels)
+    assert channels < 40 or len("\n".join(lines[2 : 2 + channels])) > LONG_RUN_BYTES
+    data = ("\n".join(lines) + "\n").encode()
+    repeated = {line.encode() for line in channel_run(channels)}
+    scanner = LogScanner(needles, matcher_class(needles), block_bytes=SMALL_BLOCK)
+    hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), passed_over=repeated)]
+    expected = [
+        (number, line)
+        for number, line in enumerate(lines, start=1)
+        if ("Init COMPLETE" in line or "NCCL WARN" in line or " via " in line) and line.encode() not in repeated
+    ]
+    assert hits == expected
+
+
+def test_a_run_of_lines_passed_over_ends_where_it_stops_recurring():
+    needles = [Needle(b" via "), Needle(b"NCCL WARN")]
+    run = [f"h [0] NCCL INFO Channel {ch:02d}/0 : 0[0] -> 1[1] via P2P" for ch in range(4)]
+    # The third time, the run's last line is a warning: a line not passed over, inside the remembered run.
+    lines = [*run, "x", *run, "x", *run[:3], "h [0] NCCL WARN via the middle", *run, *run[:2]]
+    data = ("\n".join(lines) + "\n").encode()
+    hits = list(LogScanner(needles).scan(io.BytesIO(data), passed_over={line.encode() for line in run}))
+    assert [(hit.line, hit.text) for hit in hits] == [(14, "h [0] NCCL WARN via the middle")]
+
+
+def test_with_recount_lines_after_the_last_hit_are_never_counted():
+    counted = []
+
+    def recount(start: int, end: int) -> int:
+        counted.append((start, end))
+        return data[start:end].count(b"\n")
+
+    lines = make_log(4, 6000)
+    data = ("\n".join(lines) + "\n").encode()
+    scanner = LogScanner(NEEDLES, block_bytes=SMALL_BLOCK)
+    hits = [(hit.line, hit.text) for hit in scanner.scan(io.BytesIO(data), recount=recount)]
+    assert hits == naive(lines)
+    assert counted and max(end for _, end in counted) < data.rindex(naive(lines)[-1][1].encode())
+
+
+def test_repeats_get_the_signals_matching_each_line_would_give():
+    parser = LogParser()
+    lines = channel_log(12)
+    parsed = parser.parse("logs/a.log", io.BytesIO(("\n".join(lines) + "\n").encode()))
+    kept = [number for number, line in enumerate(lines, start=1) if lines[: number - 1].count(line) < REPEATS_KEPT]
+    expected = [signal for number in kept for signal in parser.parse_text("logs/a.log", number, lines[number - 1])]
+    assert parsed.signals == expected
+    assert any(lines.count(line) > REPEATS_KEPT for line in lines)
