@@ -2,13 +2,15 @@
 
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
 
 from diagnosers.bundle import load_bundle
-from diagnosers.engine import diagnose, diagnose_path
+from diagnosers.engine import Diagnosis, diagnose
+from diagnosers.evidence import Evidence
 from diagnosers.findings import FINDING_IDS
 from diagnosers.parsers import failures, ray_log
 
@@ -37,10 +39,17 @@ def family(case: Path) -> str:
     return "healthy/near-miss" if head in ("near-miss", "healthy") else head
 
 
+@cache
+def evidence_and_diagnosis(case: Path) -> tuple[Evidence, Diagnosis]:
+    """Each case is diagnosed once per session: the per-case tests and the per-family report share it."""
+    evidence = load_bundle(case / "bundle")
+    return evidence, diagnose(evidence)
+
+
 def problems(case: Path) -> list[str]:
     """What the engine gets wrong on one case; empty when it is right."""
     expect = expectation(case)
-    diagnosis = diagnose_path(case / "bundle")
+    _, diagnosis = evidence_and_diagnosis(case)
     found = {one.id: one for one in diagnosis.findings}
     wrong = []
     missing = [finding_id for finding_id in expect.get("present") or [] if finding_id not in found]
@@ -112,11 +121,11 @@ def test_corpus_ids_are_real_finding_ids():
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_a_failing_bundle_is_never_left_without_a_finding(case):
-    evidence = load_bundle(case / "bundle")
+    evidence, diagnosis = evidence_and_diagnosis(case)
     failed = (
         evidence.meta.status.upper() == "FAILED"
         or bool(evidence.of(failures.FATAL_LINE, failures.NONZERO_EXIT, ray_log.JOB_FAILED))
         or bool(evidence.exceptions)
     )
     if failed:
-        assert diagnose(evidence).findings, f"{case.name}: the bundle shows a failure and nothing was reported"
+        assert diagnosis.findings, f"{case.name}: the bundle shows a failure and nothing was reported"
