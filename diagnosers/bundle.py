@@ -18,7 +18,7 @@ import lzma
 import os
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -82,12 +82,18 @@ RECOUNT_CHUNK_BYTES = 1 * MIB
 # one of them, once they come to this many bytes; below it a fork costs more than it saves.
 READ_BESIDE_MIN_BYTES = 32 * MIB
 READ_BESIDE = frozenset({"logs", "prometheus"})
+# The exporters whose metric files are named after the metric they hold (the collector writes METRIC.json).
+EXPORTER_PREFIXES = ("DCGM_FI_", "ray_")
 # How long past the bundle's time limit the other process may take before it is stopped.
 READ_BESIDE_GRACE_S = 5.0
 
 
-def load_bundle(path: Path, parser: LogParser | None = None, limits: Limits | None = None) -> Evidence:
-    loader = _Loader(parser or LogParser(), Budget(limits or Limits()))
+def load_bundle(
+    path: Path, parser: LogParser | None = None, limits: Limits | None = None, metrics: Collection[str] | None = None
+) -> Evidence:
+    """Everything the bundle holds; with `metrics`, a Prometheus file named after an exporter's metric (DCGM_FI_*,
+    ray_*) that is not among them is passed over undecoded (most of a bundle's bytes are metrics no rule reads)."""
+    loader = _Loader(parser or LogParser(), Budget(limits or Limits()), metrics)
     try:
         entries = _entries(path, loader.budget)
         read_beside: dict[int, _FileRead | str] = {}
@@ -202,9 +208,10 @@ def _layout_path(name: str) -> str:
 
 
 class _Loader:
-    def __init__(self, parser: LogParser, budget: Budget) -> None:
+    def __init__(self, parser: LogParser, budget: Budget, metrics: Collection[str] | None = None) -> None:
         self.parser = parser
         self.budget = budget
+        self.metrics = metrics
         self.evidence = Evidence()
         self.recognised = False
         self.present: set[str] = set()
@@ -223,6 +230,9 @@ class _Loader:
             return
         self.recognised = True
         self.last = relative
+        if self.passes_over(relative):
+            self.present.add(top)
+            return
         try:
             with opener() as counted:
                 if size == 0:
@@ -241,6 +251,13 @@ class _Loader:
             raise
         except OSError as error:
             self.note(relative, f"error: cannot read ({error.strerror or error})")
+
+    def passes_over(self, relative: str) -> bool:
+        """A metric file that no reader wants: named after an exporter's metric that is not among `metrics`."""
+        if self.metrics is None or not relative.startswith("prometheus/"):
+            return False
+        metric = PurePosixPath(relative).stem
+        return metric.startswith(EXPORTER_PREFIXES) and metric not in self.metrics
 
     def _read(self, relative: str, top: str, counted: CountedReader, on_disk: Path | None) -> None:
         stream = io.BufferedReader(counted, SNIFF_BYTES)
@@ -431,7 +448,7 @@ def _read_beside(entries: list[Entry], loader: _Loader) -> dict[int, _FileRead |
     chosen = [
         index
         for index, (relative, _, _, on_disk) in enumerate(entries)
-        if on_disk is not None and relative.split("/", 1)[0] in READ_BESIDE
+        if on_disk is not None and relative.split("/", 1)[0] in READ_BESIDE and not loader.passes_over(relative)
     ]
     total = sum(entries[index][1] for index in chosen)
     if total < READ_BESIDE_MIN_BYTES or len(chosen) > forked.MAX_JOBS:

@@ -33,7 +33,7 @@ from diagnosers.findings import (
     Severity,
 )
 from diagnosers.limits import Limits
-from diagnosers.rules import RULES, Rule
+from diagnosers.rules import METRICS_READ, RULES, Rule
 
 FAILED = "failed"
 INSUFFICIENT_EVIDENCE = "insufficient-evidence"
@@ -85,7 +85,7 @@ class Diagnosis:
 
 
 def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
-    return diagnose(load_bundle(path, limits=limits))
+    return diagnose(load_bundle(path, limits=limits, metrics=METRICS_READ))
 
 
 def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:

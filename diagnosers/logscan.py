@@ -12,10 +12,14 @@ over-long line's worth of carry, even for a multi-gigabyte log with no newline a
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
 
 BLOCK_BYTES = 1 << 20
 # Context after a hit (a traceback's frames) must fit in what is kept past the split point.
@@ -93,14 +97,7 @@ class HyperscanMatcher:
         import hyperscan  # noqa: PLC0415 - optional: absent on platforms without a wheel
 
         self._lengths = [len(needle.literal) for needle in needles]
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=[needle.literal for needle in needles],
-            ids=list(range(len(needles))),
-            elements=len(needles),
-            flags=[hyperscan.HS_FLAG_CASELESS if needle.caseless else 0 for needle in needles],
-            literal=True,
-        )
+        self._database = _cached_database(hyperscan, needles) or _compiled_database(hyperscan, needles)
 
     def find(self, data: memoryview) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
@@ -112,6 +109,55 @@ class HyperscanMatcher:
         self._database.scan(data, match_event_handler=on_match)
         found.sort()
         return found
+
+
+def _compiled_database(hyperscan: Any, needles: Sequence[Needle]) -> Any:
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[needle.literal for needle in needles],
+        ids=list(range(len(needles))),
+        elements=len(needles),
+        flags=[hyperscan.HS_FLAG_CASELESS if needle.caseless else 0 for needle in needles],
+        literal=True,
+    )
+    _store(hyperscan, needles, database)
+    return database
+
+
+def _cached_database(hyperscan: Any, needles: Sequence[Needle]) -> Any | None:
+    """The database compiled for these needles by an earlier run: compiling takes 40 ms, a third of a small
+    diagnosis; loading takes 0.1 ms. Anything unreadable is compiled again."""
+    try:
+        database = hyperscan.loadb(_cache_path(hyperscan, needles).read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)
+    except (OSError, hyperscan.error):
+        return None
+    return database
+
+
+def _store(hyperscan: Any, needles: Sequence[Needle], database: Any) -> None:
+    path = _cache_path(hyperscan, needles)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, spool = tempfile.mkstemp(dir=path.parent, prefix=".needles-")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(hyperscan.dumpb(database))
+            Path(spool).replace(path)
+        except OSError:
+            Path(spool).unlink(missing_ok=True)
+            raise
+    except OSError:  # a read-only home: compile every time
+        return
+
+
+def _cache_path(hyperscan: Any, needles: Sequence[Needle]) -> Path:
+    key = hashlib.sha256(repr((hyperscan.__version__, [(n.literal, n.caseless) for n in needles])).encode())
+    root = (
+        os.environ.get("TRAINBOT_CACHE_DIR")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainbot"
+    )
+    return Path(root) / f"needles-{key.hexdigest()[:32]}.hsdb"
 
 
 def build_matcher(needles: Sequence[Needle]) -> Matcher:

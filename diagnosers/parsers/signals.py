@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from diagnosers.findings import Quote
 
@@ -29,11 +30,17 @@ class Signal:
 class LinePattern:
     kind: str
     needles: tuple[str, ...]
-    regex: re.Pattern[str]
+    source: str
     examples: tuple[str, ...]
     caseless: bool = False
     # A long message that a terminal or the paster may break over the next lines (see LogParser).
     wraps: bool = False
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled on first use: a diagnosis meets few of the patterns, and compiling all of them at start-up
+        was a tenth of a small diagnosis."""
+        return re.compile(self.source, re.IGNORECASE if self.caseless else 0)
 
     def match(self, text: str, starts_before: int | None = None) -> dict[str, str] | None:
         """Attributes of the first match, which must begin before `starts_before` where that is given."""
@@ -51,8 +58,7 @@ def pattern(
     caseless: bool = False,
     wraps: bool = False,
 ) -> LinePattern:
-    flags = re.IGNORECASE if caseless else 0
-    return LinePattern(kind, tuple(needles), re.compile(regex, flags), tuple(examples), caseless, wraps)
+    return LinePattern(kind, tuple(needles), regex, tuple(examples), caseless, wraps)
 
 
 # Attributes most signals share, read from the line whatever the format's own groups are.

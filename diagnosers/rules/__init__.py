@@ -15,6 +15,7 @@ from diagnosers.findings import Finding
 from diagnosers.rules import (
     bottleneck,
     gpu_health,
+    measures,
     memory,
     nccl,
     process_group,
@@ -56,3 +57,6 @@ RULES: tuple[Rule, ...] = tuple(
         unrecognised,
     )
 )
+
+# The metrics the rules read: load only these of an exporter's metrics.
+METRICS_READ: frozenset[str] = measures.METRICS_READ | {gpu_health.XID_METRIC}

@@ -37,6 +37,22 @@ CLOCK_EVENT_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS
 # nvmlClocksEventReason bits that slow a working GPU: HW slowdown, SW thermal, HW thermal, HW power brake.
 SLOWDOWN_REASON_BITS = 0x08 | 0x20 | 0x40 | 0x80
 
+# Every metric a rule reads through Evidence.metric (with gpu_health's XID): an exporter's other metrics in a bundle
+# are never decoded (see load_bundle's `metrics`).
+METRICS_READ: frozenset[str] = frozenset(
+    {
+        *(metric for metric, _ in UTILISATION_METRICS),
+        GR_ENGINE_ACTIVE,
+        SM_ACTIVE,
+        TENSOR_ACTIVE,
+        DRAM_ACTIVE,
+        SM_CLOCK,
+        GPU_TEMP,
+        POWER_USAGE,
+        *CLOCK_EVENT_REASONS,
+    }
+)
+
 # Running means are printed to 3 or 4 decimals: differencing them may dip this far below zero.
 ROUNDING_S = 0.05
 # The first tenth of a run is start-up (data loader warm-up, NCCL init, compilation): left out.

@@ -75,6 +75,18 @@ def test_context_is_kept_when_a_needle_wanting_it_is_not_the_first_on_its_line(m
     assert hit.needles == {0, 2} and hit.after[:1] == ["next line"]
 
 
+def test_a_compiled_matcher_is_kept_for_the_next_run_and_a_broken_copy_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINBOT_CACHE_DIR", str(tmp_path))
+    text = b"ok\nNCCL WARN x\nTraceback (most recent call last):\n"
+    first = [hit.line for hit in LogScanner(NEEDLES, HyperscanMatcher(NEEDLES)).scan(io.BytesIO(text))]
+    (kept,) = tmp_path.glob("needles-*.hsdb")
+    assert [hit.line for hit in LogScanner(NEEDLES, HyperscanMatcher(NEEDLES)).scan(io.BytesIO(text))] == first
+    kept.write_bytes(b"not a database")
+    assert [hit.line for hit in LogScanner(NEEDLES, HyperscanMatcher(NEEDLES)).scan(io.BytesIO(text))] == first
+    assert kept.read_bytes() != b"not a database"
+    assert first == [2, 3]
+
+
 def test_one_endless_line_streams_in_bounded_memory_and_is_quoted_as_a_window():
     body = b"x" * (5 * SMALL_BLOCK) + b" NCCL WARN here " + b"y" * (3 * SMALL_BLOCK)
     long_lines = []
