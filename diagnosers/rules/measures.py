@@ -196,16 +196,14 @@ def logged_step_records(evidence: Evidence) -> dict[int, list[StepRecord]]:
     """Step records read from the breakdowns that training tools print (diagnosers.parsers.phase_tables)."""
     samples = per_gpu_batch(evidence)
     records: dict[int, list[StepRecord]] = defaultdict(list)
-    kinds = (
+    by_source = signals_by_source(
+        evidence,
         phase_tables.PHASE_BREAKDOWN,
         phase_tables.PHASE_TIMER,
         phase_tables.ITERATION_TIME,
         phase_tables.PROFILER_NCCL_ROW,
         phase_tables.PROFILER_CUDA_TOTAL,
     )
-    by_source: dict[str, list[Signal]] = defaultdict(list)
-    for signal in evidence.of(*kinds):
-        by_source[signal.quote.source].append(signal)
     for signals in by_source.values():
         for rank, record in [*_breakdown_records(signals, samples), *_torch_profiler_records(signals)]:
             records[rank].append(record)
@@ -382,11 +380,8 @@ def _differenced(signals: list[Signal], done_offset: int) -> list[tuple[StepReco
 
 def _lightning_profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
     """Lightning's SimpleProfiler: the dataloader's total time against the training epochs', one record a report."""
-    by_source: dict[str, list[Signal]] = {}
-    for signal in evidence.of(PROFILER_ROW):
-        by_source.setdefault(signal.quote.source, []).append(signal)
     found = []
-    for rows in by_source.values():
+    for rows in signals_by_source(evidence, PROFILER_ROW).values():
         epoch = [row for row in rows if row.get("action").endswith(EPOCH_ACTION)]
         loading = [row for row in rows if row.get("action").endswith(DATALOADER_ACTIONS)]
         if epoch and loading:
@@ -399,16 +394,22 @@ def _lightning_profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
 
 def benchmark_scaling(evidence: Evidence) -> throughput.Scaling | None:
     """Benchmark throughput pasted for several GPU counts (parsers.throughput), each file read as its own paste."""
-    by_source: dict[str, list[Signal]] = defaultdict(list)
-    kinds = (
+    by_source = signals_by_source(
+        evidence,
         throughput.STEP_RATE,
         throughput.TOTAL_RATE,
         throughput.GPUS_TOTAL_RATE,
         throughput.BENCH_SETTING,
         throughput.BENCH_COMMAND,
     )
-    for signal in evidence.of(*kinds):
-        by_source[signal.quote.source].append(signal)
     return throughput.worst_scaling(
         [point for signals in by_source.values() for point in throughput.points_of(signals)]
     )
+
+
+def signals_by_source(evidence: Evidence, *kinds: str) -> dict[str, list[Signal]]:
+    """Signals of these kinds grouped by the file they came from (a pasted report reads within one file)."""
+    by_source: dict[str, list[Signal]] = defaultdict(list)
+    for signal in evidence.of(*kinds):
+        by_source[signal.quote.source].append(signal)
+    return by_source
