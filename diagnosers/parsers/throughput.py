@@ -9,6 +9,12 @@ GPU or node and for more:
   devices; under Horovod every rank prints its own line (so a step number repeats once per rank);
 - Horovod's synthetic benchmarks: `Batch size: 32`, `Number of GPUs: 4`, `Img/sec per GPU: 108.2 +-1.2`
   and `Total img/sec on 4 GPU(s): 432.8 +-4.9`.
+- MXNet's Speedometer: `INFO:root:Epoch[0] Batch [49]\tSpeed: 213.70 samples/sec\taccuracy=...` (once per metric,
+  so the same line may repeat), the GPUs from the command line (`--gpus 0,1,2,3`), the arguments dump
+  (`Namespace(batch_size=64, ..., gpus='0', ...)`) or `Start training with [gpu(0), gpu(1)]`. The Module API
+  splits the iterator's batch over the GPUs: in example/image-classification's fit.py scripts `--batch-size` is
+  the total, while the Gluon `image_classification.py` takes it per device. Synthetic input: `--benchmark 1` or
+  the `dummy` dataset.
 
 `points_of` turns one file's signals into runs, each a point (GPUs, images/sec per GPU, per-GPU batch,
 synthetic data or not); `worst_scaling` sets the points against the run on the fewest GPUs.
@@ -38,6 +44,15 @@ PATTERNS = (
         ["images/sec: "],
         rf"^\s*(?P<step>\d+)\s+images/sec: (?P<rate>{_NUMBER}) \+/- ",
         ["10\timages/sec: 204.8 +/- 0.1 (jitter = 0.6)\t9.228", "1\timages/sec: 47.9 +/- 0.0 (jitter = 0.0)\t9.066"],
+    ),
+    pattern(
+        STEP_RATE,
+        ["Speed: "],
+        rf"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<step>\d+)\]\s+Speed: (?P<rate>{_NUMBER}) samples/sec",
+        [
+            "INFO:root:Epoch[0] Batch [49]\tSpeed: 213.701739 samples/sec\taccuracy=1.000000",
+            "2016-01-13 13:57:45,069 Node[0] Epoch[0] Batch [5]      Speed: 129.84 samples/sec   Train-accuracy=0.1",
+        ],
     ),
     pattern(
         TOTAL_RATE,
@@ -77,11 +92,35 @@ PATTERNS = (
             "--variable_update horovod",
         ],
     ),
+    pattern(
+        BENCH_COMMAND,
+        ["--gpus"],
+        r"^(?!.*\bFile \")(?P<command>.*\bpython\d?(?:\.\d+)?\s+\S*\.py\b.*\s--gpus[ =]\S+.*)$",
+        ["python train_mnist.py --network mlp --gpus 0,1", "python image_classification.py --gpus 0,1 --batch-size 32"],
+    ),
+    pattern(
+        BENCH_SETTING,
+        ["Namespace(", "Start training with ["],
+        r"(?P<namespace>\bNamespace\(.*\bgpus=.*)|Start training with \[(?P<contexts>(?:gpu\(\d+\)(?:, )?)+)\]",
+        [
+            "INFO:root:start with arguments Namespace(batch_size=64, disp_batches=100, gpus='0', kv_store='device')",
+            "INFO:root:Start training with [gpu(4), gpu(5), gpu(6), gpu(7)]",
+        ],
+    ),
 )
 
 _LAUNCH_PROCESSES = re.compile(r"(?:^|\s)(?:-np|-n|--np)[ =](\d+)\b")
 _BATCH_ARG = re.compile(r"--batch[_-]size[ =](\d+)\b")
 _NUM_GPUS_ARG = re.compile(r"--num_gpus[ =](\d+)\b")
+_GPUS_ARG = re.compile(r"--gpus[ =]['\"]?([\d,]+)")
+# example/image-classification's fit.py scripts: the Module splits their --batch-size over the GPUs.
+_TOTAL_BATCH_SCRIPTS = re.compile(r"\btrain_(?:imagenet|cifar10|mnist)\.py\b")
+_PER_DEVICE_BATCH_SCRIPTS = re.compile(r"\bimage_classification\.py\b")
+_MXNET_SYNTHETIC_ARG = re.compile(r"--benchmark[ =]1\b|--dataset[ =]['\"]?dummy\b")
+_NAMESPACE_BATCH = re.compile(r"\bbatch_size=(\d+)\b")
+_NAMESPACE_GPU_IDS = re.compile(r"\bgpus='([\d,\s]+)'")
+_NAMESPACE_GPU_COUNT = re.compile(r"\bgpus=(\d+)\b")
+_NAMESPACE_SYNTHETIC = re.compile(r"\bbenchmark=(?:1|True)\b|\bdataset='dummy'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +139,8 @@ class _Settings:
     """What the header or command line in force says about the run that follows."""
 
     batch: float | None = None
+    # A batch split over the GPUs (MXNet's Module); the per-GPU batch once the GPUs are known.
+    total_batch: float | None = None
     devices: int | None = None
     horovod: bool = False
     processes: int | None = None
@@ -121,12 +162,14 @@ def points_of(signals: list[Signal]) -> list[Point]:
     for signal in signals:
         if signal.kind == GPUS_TOTAL_RATE:
             gpus = int(signal.get("gpus"))
-            runs.append(_Run(_Settings(settings.batch, gpus, False, None, True), [], [signal]))
+            runs.append(_Run(_Settings(settings.batch, None, gpus, False, None, True), [], [signal]))
             continue
         if signal.kind in (BENCH_COMMAND, BENCH_SETTING):
             if current is not None and (current.steps or current.totals):
                 current = None
             settings = _settings_after(settings, signal)
+            continue
+        if current is not None and _repeats_a_metric_line(signal, current):
             continue
         if current is None or (signal.kind == STEP_RATE and current.steps and _step(signal) < _step(current.steps[-1])):
             current = _Run(_copy(settings), [], [])
@@ -140,17 +183,24 @@ def _settings_after(settings: _Settings, signal: Signal) -> _Settings:
     if signal.kind == BENCH_COMMAND:
         # A new invocation: nothing of the previous one's header holds.
         command = signal.get("command")
+        if "--gpus" in command:
+            return _mxnet_command_settings(command)
         batch = _BATCH_ARG.search(command)
         gpus = _NUM_GPUS_ARG.search(command)
         processes = _LAUNCH_PROCESSES.search(command.split("python")[0])
         return _Settings(
             batch=float(batch.group(1)) if batch else None,
+            total_batch=None,
             devices=int(gpus.group(1)) if gpus else None,
             horovod="horovod" in command or "synthetic_benchmark" in command,
             processes=int(processes.group(1)) if processes else None,
             synthetic="--data_dir" not in command,
         )
+    if signal.get("namespace"):
+        return _mxnet_namespace_settings(settings, signal.get("namespace"))
     found = _copy(settings)
+    if signal.get("contexts"):
+        found.devices = signal.get("contexts").count("gpu(")
     if signal.get("per_device") or signal.get("batch"):
         found.batch = float(signal.get("per_device") or signal.get("batch"))
     if signal.get("devices"):
@@ -166,12 +216,62 @@ def _settings_after(settings: _Settings, signal: Signal) -> _Settings:
     return found
 
 
+def _mxnet_command_settings(command: str) -> _Settings:
+    """An MXNet script's command line: `--gpus` lists GPU ids, except that the Gluon script once took a count, so
+    a single value there says nothing."""
+    batch = _BATCH_ARG.search(command)
+    gpus = _GPUS_ARG.search(command)
+    total = _TOTAL_BATCH_SCRIPTS.search(command) is not None
+    per_device = _PER_DEVICE_BATCH_SCRIPTS.search(command) is not None
+    ids = [one for one in gpus.group(1).split(",") if one] if gpus else []
+    devices = len(ids) if ids and (total or len(ids) > 1) else None
+    size = float(batch.group(1)) if batch else None
+    return _Settings(
+        batch=size if per_device else None,
+        total_batch=size if total else None,
+        devices=devices,
+        synthetic=True if _MXNET_SYNTHETIC_ARG.search(command) else None,
+    )
+
+
+def _mxnet_namespace_settings(settings: _Settings, namespace: str) -> _Settings:
+    """The arguments an MXNet script prints: a quoted `gpus` lists ids, a bare number counts GPUs; fit.py's
+    `disp_batches` says the batch is the total over the GPUs, else the command line (if any) has said which."""
+    found = _copy(settings)
+    ids = _NAMESPACE_GPU_IDS.search(namespace)
+    count = _NAMESPACE_GPU_COUNT.search(namespace)
+    if ids:
+        found.devices = len([one for one in ids.group(1).split(",") if one.strip()])
+    elif count:
+        found.devices = int(count.group(1))
+    batch = _NAMESPACE_BATCH.search(namespace)
+    if batch and "disp_batches=" in namespace:
+        found.batch, found.total_batch = None, float(batch.group(1))
+    elif batch and found.batch is not None:
+        found.batch = float(batch.group(1))
+    elif batch and found.total_batch is not None:
+        found.total_batch = float(batch.group(1))
+    if _NAMESPACE_SYNTHETIC.search(namespace):
+        found.synthetic = True
+    return found
+
+
 def _copy(settings: _Settings) -> _Settings:
-    return _Settings(settings.batch, settings.devices, settings.horovod, settings.processes, settings.synthetic)
+    return _Settings(
+        settings.batch, settings.total_batch, settings.devices, settings.horovod, settings.processes, settings.synthetic
+    )
 
 
-def _step(signal: Signal) -> int:
-    return int(signal.get("step"))
+def _repeats_a_metric_line(signal: Signal, run: _Run) -> bool:
+    """MXNet's Speedometer prints its line once per metric (accuracy, top-k): one batch, not one more process."""
+    if not signal.get("epoch"):
+        return False
+    return any(_step(one) == _step(signal) and one.get("rate") == signal.get("rate") for one in run.steps)
+
+
+def _step(signal: Signal) -> tuple[int, int]:
+    """MXNet numbers its batches from 0 in every epoch."""
+    return int(signal.get("epoch", "0")), int(signal.get("step"))
 
 
 def _point(run: _Run) -> Point | None:
@@ -196,7 +296,10 @@ def _point(run: _Run) -> Point | None:
         return Point(gpus, rate, settings.batch, settings.synthetic, quote)
     if settings.devices is None:
         return None
-    return Point(settings.devices * lines_per_step, rate / settings.devices, settings.batch, settings.synthetic, quote)
+    batch = settings.batch
+    if batch is None and settings.total_batch is not None:
+        batch = settings.total_batch / settings.devices
+    return Point(settings.devices * lines_per_step, rate / settings.devices, batch, settings.synthetic, quote)
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,3 +121,51 @@ def _bundle(tmp_path: Path, log: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(log)
     return tmp_path
+
+
+def mxnet_run(command: str, rates: list[float], namespace: str = "", contexts: str = "") -> str:
+    """An MXNet image-classification run: the Speedometer prints its line once per metric."""
+    lines = [command]
+    if namespace:
+        lines.append(f"INFO:root:start with arguments Namespace({namespace})")
+    if contexts:
+        lines.append(f"INFO:root:Start training with [{contexts}]")
+    for batch, rate in zip((20, 40, 60), rates, strict=True):
+        for metric in ("accuracy=0.001953", "top_k_accuracy_5=0.005859"):
+            lines.append(f"INFO:root:Epoch[0] Batch [{batch}]\tSpeed: {rate:.2f} samples/sec\t{metric}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("batch_on_one", "expected"), [(32, {"comm-bound", "small-batch"}), (128, {"comm-bound"})])
+def test_mxnet_fit_batch_is_split_over_the_gpus(tmp_path, batch_on_one, expected):
+    command = "python train_imagenet.py --benchmark 1 --network resnet --gpus {gpus} --batch-size {batch}"
+    one = mxnet_run(command.format(gpus="0", batch=batch_on_one), [210.1, 209.8, 210.3])
+    four = mxnet_run(command.format(gpus="0,1,2,3", batch=batch_on_one * 4), [330.2, 331.0, 329.7])
+    found = findings_of(tmp_path, one + four)
+    assert {"comm-bound", "small-batch"} & set(found) == expected
+    assert "On 4 GPUs each GPU processes 82.4 images/sec against 210.3 on 1 GPU" in found["comm-bound"].detail
+
+
+def test_mxnet_arguments_dump_and_contexts_state_the_run(tmp_path):
+    namespace = "batch_size={batch}, benchmark=1, disp_batches=20, gpus='{gpus}', kv_store='device', network='resnet'"
+    one = mxnet_run("", [210.1, 209.8, 210.3], namespace.format(batch=64, gpus="0"), "gpu(0)")
+    two = mxnet_run("", [250.2, 251.0, 249.7], namespace.format(batch=128, gpus="0,1"), "gpu(0), gpu(1)")
+    found = findings_of(tmp_path, one + two)
+    assert "On 2 GPUs each GPU processes 124.8 images/sec" in found["comm-bound"].detail
+    assert "small-batch" not in found
+
+
+def test_gluon_batch_is_per_device_and_a_single_gpus_value_is_no_count(tmp_path):
+    command = "python image_classification.py --model vgg16 --dataset dummy --gpus {gpus} --batch-size 16"
+    single = mxnet_run(command.format(gpus="2"), [900.0, 905.0, 902.0])
+    two = mxnet_run(command.format(gpus="0,1"), [410.0, 408.6, 402.5])
+    four = mxnet_run(command.format(gpus="0,1,2,3"), [420.0, 418.3, 415.2])
+    found = findings_of(tmp_path, single + two + four)
+    assert "With 16 images per GPU, 4 GPUs keep 52% of the per-GPU throughput of 2" in found["small-batch"].detail
+
+
+def test_mxnet_runs_reading_real_data_leave_the_loss_unexplained(tmp_path):
+    command = "python train_mnist.py --network mlp --gpus {gpus} --batch-size {batch}"
+    one = mxnet_run(command.format(gpus="0", batch=64), [81716.01, 80000.0, 81000.0])
+    two = mxnet_run(command.format(gpus="0,1", batch=128), [189.20, 190.0, 188.0])
+    assert not {"comm-bound", "small-batch"} & set(findings_of(tmp_path, one + two))
