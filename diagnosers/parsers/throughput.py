@@ -9,9 +9,10 @@ GPU or node and for more:
   devices; under Horovod every rank prints its own line (so a step number repeats once per rank);
 - Horovod's synthetic benchmarks: `Batch size: 32`, `Number of GPUs: 4`, `Img/sec per GPU: 108.2 +-1.2`
   and `Total img/sec on 4 GPU(s): 432.8 +-4.9`.
-- MXNet's Speedometer: `INFO:root:Epoch[0] Batch [49]\tSpeed: 213.70 samples/sec\taccuracy=...` (once per metric,
-  so the same line may repeat), the GPUs from the command line (`--gpus 0,1,2,3`), the arguments dump
-  (`Namespace(batch_size=64, ..., gpus='0', ...)`) or `Start training with [gpu(0), gpu(1)]`. The Module API
+- MXNet's Speedometer: `INFO:root:Epoch[0] Batch [49]\tSpeed: 213.70 samples/sec\taccuracy=...` (`Batch [20-40]`
+  in later versions; once per metric, so the same line may repeat), the GPUs from the command line
+  (`--gpus 0,1,2,3`), the arguments dump (`Namespace(batch_size=64, ..., gpus='0', ...)`) or
+  `Start training with [gpu(0), gpu(1)]`. The Module API
   splits the iterator's batch over the GPUs: in example/image-classification's fit.py scripts `--batch-size` is
   the total, while the Gluon `image_classification.py` takes it per device. Synthetic input: `--benchmark 1` or
   the `dummy` dataset.
@@ -48,9 +49,10 @@ PATTERNS = (
     pattern(
         STEP_RATE,
         ["Speed: "],
-        rf"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<step>\d+)\]\s+Speed: (?P<rate>{_NUMBER}) samples/sec",
+        rf"Epoch\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<step>\d+)\]\s+Speed: (?P<rate>{_NUMBER}) samples/sec",
         [
             "INFO:root:Epoch[0] Batch [49]\tSpeed: 213.701739 samples/sec\taccuracy=1.000000",
+            "INFO:root:Epoch[0] Batch [20-40]\tSpeed: 992.78 samples/sec\taccuracy=0.466797",
             "2016-01-13 13:57:45,069 Node[0] Epoch[0] Batch [5]      Speed: 129.84 samples/sec   Train-accuracy=0.1",
         ],
     ),

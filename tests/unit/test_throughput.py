@@ -123,8 +123,9 @@ def _bundle(tmp_path: Path, log: str) -> Path:
     return tmp_path
 
 
-def mxnet_run(command: str, rates: list[float], namespace: str = "", contexts: str = "") -> str:
-    """An MXNet image-classification run: the Speedometer prints its line once per metric."""
+def mxnet_run(command: str, rates: list[float], namespace: str = "", contexts: str = "", ranges: bool = False) -> str:
+    """An MXNet image-classification run: the Speedometer prints its line once per metric (`[0-20]` in later
+    versions)."""
     lines = [command]
     if namespace:
         lines.append(f"INFO:root:start with arguments Namespace({namespace})")
@@ -132,7 +133,8 @@ def mxnet_run(command: str, rates: list[float], namespace: str = "", contexts: s
         lines.append(f"INFO:root:Start training with [{contexts}]")
     for batch, rate in zip((20, 40, 60), rates, strict=True):
         for metric in ("accuracy=0.001953", "top_k_accuracy_5=0.005859"):
-            lines.append(f"INFO:root:Epoch[0] Batch [{batch}]\tSpeed: {rate:.2f} samples/sec\t{metric}")
+            batches = f"{batch - 20}-{batch}" if ranges else batch
+            lines.append(f"INFO:root:Epoch[0] Batch [{batches}]\tSpeed: {rate:.2f} samples/sec\t{metric}")
     return "\n".join(lines) + "\n"
 
 
@@ -146,10 +148,11 @@ def test_mxnet_fit_batch_is_split_over_the_gpus(tmp_path, batch_on_one, expected
     assert "On 4 GPUs each GPU processes 82.4 images/sec against 210.3 on 1 GPU" in found["comm-bound"].detail
 
 
-def test_mxnet_arguments_dump_and_contexts_state_the_run(tmp_path):
+@pytest.mark.parametrize("ranges", [False, True])
+def test_mxnet_arguments_dump_and_contexts_state_the_run(tmp_path, ranges):
     namespace = "batch_size={batch}, benchmark=1, disp_batches=20, gpus='{gpus}', kv_store='device', network='resnet'"
-    one = mxnet_run("", [210.1, 209.8, 210.3], namespace.format(batch=64, gpus="0"), "gpu(0)")
-    two = mxnet_run("", [250.2, 251.0, 249.7], namespace.format(batch=128, gpus="0,1"), "gpu(0), gpu(1)")
+    one = mxnet_run("", [210.1, 209.8, 210.3], namespace.format(batch=64, gpus="0"), "gpu(0)", ranges)
+    two = mxnet_run("", [250.2, 251.0, 249.7], namespace.format(batch=128, gpus="0,1"), "gpu(0), gpu(1)", ranges)
     found = findings_of(tmp_path, one + two)
     assert "On 2 GPUs each GPU processes 124.8 images/sec" in found["comm-bound"].detail
     assert "small-batch" not in found
