@@ -118,8 +118,14 @@ PATTERNS = (
             "Unexpected error from cudaGetDeviceCount",
             "No devices found. Waiting indefinitely",
             "could not select device driver",
+            "No NVIDIA GPU found",
+            "Torch not compiled with CUDA enabled",
+            "only supports GPUs",
         ],
+        # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
+        # torch wheel asserts `Torch not compiled with CUDA enabled`.
         r"(?P<error>No CUDA GPUs are available|no CUDA-capable device is detected|Found no NVIDIA driver"
+        r"|No NVIDIA GPU found|Torch not compiled with CUDA enabled|\bonly supports (?:NVIDIA )?GPUs\b"
         r"|CUDA driver version is insufficient for CUDA runtime version"
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
         r"|The NVIDIA driver on your system is too old|Driver/library version mismatch"
@@ -147,6 +153,10 @@ PATTERNS = (
             "yet initialized",
             "I0523 10:00:00.000000 1 main.go:256] No devices found. Waiting indefinitely.",
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+            "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!",
+            "AssertionError: Torch not compiled with CUDA enabled",
+            "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+            "installed a driver from http://www.nvidia.com/Download/index.aspx",
         ],
     ),
     pattern(

@@ -14,7 +14,12 @@ is a person pressing Ctrl-C, not a worker dying.
 An exception's own line (`ValueError: ...`, `torch.distributed.DistBackendError: ...`) is fatal even where no
 `Traceback (most recent call last):` header led to it: a paste that began below the header, or a launcher that
 printed only the last line. Its frames are the `File "...", line N` lines just above it from the same process.
-A line logged below ERROR (`... - WARNING - ValueError: ...`) reports an error the run survived.
+A line logged below ERROR (`... - WARNING - ValueError: ...`) reports an error the run survived. A
+`Traceback (most recent call last):` header is kept as a signal of its own: a paste cut after the frames has no
+exception line, and the header is then the only word that something raised.
+
+A native abort ends the process with no Python traceback: the C++ runtime's `terminate called after throwing an
+instance of 'c10::Error'` and its `  what():  CUDA error: ...`, the shell's `Aborted (core dumped)`.
 
 `non-fatal` and `not fatal` are not fatal lines. `Fatal Python error` and
 `exit code 139` are left to kernel.PROCESS_CRASH, which shares their first word: the scanner's regex
@@ -30,18 +35,20 @@ from collections.abc import Sequence
 from diagnosers.findings import Quote
 from diagnosers.parsers.prefixes import process_key, split_prefix
 from diagnosers.parsers.signals import Signal, pattern
-from diagnosers.parsers.tracebacks import FRAME, Frame, PythonException
+from diagnosers.parsers.tracebacks import FRAME, HEADER, Frame, PythonException
 
 FATAL_LINE = "failure.fatal-line"
 NONZERO_EXIT = "failure.nonzero-exit"
 KILLED_BY_SIGNAL = "failure.killed-by-signal"
 EXCEPTION_LINE = "failure.exception-line"
 TRACEBACK_FRAME = "failure.traceback-frame"
+TRACEBACK_HEADER = "failure.traceback-header"
+NATIVE_ABORT = "failure.native-abort"
 # The run's own word that it ended well; a warning printed near it did not stop it.
 RUN_SUCCEEDED = "failure.run-succeeded"
 
 # A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
-_FRAME_GAP = 3
+FRAME_GAP = 3
 _QUIET_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARN(?:ING)?)\b")
 
 PATTERNS = (
@@ -136,6 +143,18 @@ PATTERNS = (
         ],
     ),
     pattern(
+        NATIVE_ABORT,
+        ["terminate called after throwing", "what():", "Aborted (core dumped)"],
+        r"terminate called after throwing an instance of '(?P<type>[^']+)'|^\s*what\(\):\s+(?P<message>\S.*)"
+        r"|\bAborted \(core dumped\)",
+        [
+            "terminate called after throwing an instance of 'c10::Error'",
+            "  what():  CUDA error: an illegal memory access was encountered",
+            "terminate called after throwing an instance of 'std::runtime_error'",
+            "/bin/bash: line 1:  4711 Aborted (core dumped) python train.py",
+        ],
+    ),
+    pattern(
         RUN_SUCCEEDED,
         [
             "success!",
@@ -164,6 +183,7 @@ PATTERNS = (
         FRAME.pattern,
         ['  File "/usr/lib/python3/site-packages/ray/_private/runtime_env/pip.py", line 542, in modify_context'],
     ),
+    pattern(TRACEBACK_HEADER, [HEADER], re.escape(HEADER), [HEADER, "[rank1]: " + HEADER]),
 )
 
 
@@ -204,7 +224,7 @@ def _frames_above(frames: dict[int, Signal], at: Quote, process: str) -> tuple[F
         above = next(
             (
                 frames[line]
-                for line in range(anchor - 1, anchor - 1 - _FRAME_GAP, -1)
+                for line in range(anchor - 1, anchor - 1 - FRAME_GAP, -1)
                 if line in frames
                 and process_key(frames[line].quote.text, split_prefix(frames[line].quote.text)[1]) == process
             ),

@@ -8,7 +8,8 @@ limiting, as Databricks does) and the run's logging fails as it would against a 
 
 A terminal or a paster may wrap MLflow's one-line message, leaving urllib3's cause (`ResponseError('too many 429
 error responses')`) on a line of its own without the word mlflow: HTTP_ERROR_CAUSE reads that line, and the
-services rule counts it only right after an MLflow line of the same file.
+services rule counts it only right after an MLflow line of the same file. A message translated into the user's
+language keeps urllib3's `HTTPConnectionPool(host=...)` and `ResponseError(`, which are read instead of the words.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ PATTERNS = (
         rf"{_REFUSING_STATUS}).*"
         r"|(?:Max retries exceeded|Connection refused|Failed to establish a new connection|Name or service not known"
         rf"|Read timed out|Temporary failure in name resolution|TEMPORARILY_UNAVAILABLE|error code {_REFUSING_STATUS}"
-        rf"|too many {_REFUSING_STATUS} error responses|to the tracking server has failed).*)",
+        rf"|too many {_REFUSING_STATUS} error responses|to the tracking server has failed"
+        # A translated message keeps urllib3's names: the pool that gave up, the retry's cause.
+        r"|HTTPS?ConnectionPool\(host=|ResponseError\().*)",
         [
             "mlflow.exceptions.MlflowException: API request to http://mlflow:5000/api/2.0/mlflow/runs/create "
             "failed with exception HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded with url: "
@@ -49,6 +52,9 @@ PATTERNS = (
             "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=5, read=4, redirect=5, status=5)) after "
             "connection broken by 'ReadTimeoutError(\"HTTPSConnectionPool(host='mlflow.example.com', port=443): Read "
             "timed out. (read timeout=120)\")': /api/2.0/mlflow/runs/log-metric",
+            "mlflow.exceptions.MlflowException : la demande d'API à http://0.0.0.0:5000/api/2.0/mlflow/runs/create a "
+            "échoué avec l'exception HTTPConnectionPool(host='0.0.0.0', port=5000) : nombre maximal de tentatives "
+            "dépassé avec URL : /api/2.0/mlflow/runs/create (causé par ResponseError('trop de 500 réponses d'erreur'))",
         ],
     ),
     pattern(

@@ -24,6 +24,7 @@ SOCKET_INTERFACE = "nccl.socket-interface"
 NETWORK_WARN = "nccl.network-warn"
 SYSTEM_ERROR = "nccl.system-error"
 DUPLICATE_GPU = "nccl.duplicate-gpu"
+RANK_CHECKED_IN_TWICE = "nccl.rank-checked-in-twice"
 HOST_SEEN = "nccl.host-seen"
 
 # A network plugin (aws-ofi-nccl, NCCL's own NET/Plugin loader) that was found but could not start: NCCL goes on
@@ -182,8 +183,9 @@ PATTERNS = (
         # connect that NCCL tries again (it fails later with its own line if it never succeeds).
         r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) (?!.*retrying\W*$).*(?P<what>(?i:Connection closed|"
         r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
-        r"Call to (?:connect|recv|send|accept) failed|socket(?:Progress(?:Opt)?|Poll\w*|StartConnect|FinalizeAccept|"
-        r"Connect|Accept)\b|Socket recv failed|Socket Timeout|Net : |"
+        r"Call to (?:connect|recv|send|accept) failed|(?P<local>Call to (?:bind|listen|socket|getsockname)\b.*failed)|"
+        r"socket(?:Progress(?:Opt)?|Poll\w*|StartConnect|FinalizeAccept|Connect|Accept|Listen)\b|Socket recv failed|"
+        r"Socket Timeout|Net : |(?<=socket\.)(?:cc|h):\d+ (?:NCCL )?WARN .*failed\s*:\s*\w|"
         rf"NET/(?!Plugin)\w+\s*:?\s(?!.*{_PLUGIN_INIT_FAILED}).*(?:error|failed|closed|timeout|unable|couldn't|"
         r"could not)|ibv_\w+|"
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
@@ -209,6 +211,9 @@ PATTERNS = (
             "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
             "socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort",
             "socketProgressOpt: Call to recv from 10.0.0.4<33759> failed : Connection reset by peer",
+            "nd20-01:275975:275975 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested "
+            "address",
+            "h8:1:1 [0] misc/socket.cc:420 NCCL WARN socketListen: Call to listen failed : Address already in use",
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
             "[10.0.0.3]:62110",
         ],
@@ -227,5 +232,12 @@ PATTERNS = (
         ["Duplicate GPU detected"],
         r"Duplicate GPU detected : rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA device",
         ["h1:1:1 [0] init.cc:729 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000"],
+    ),
+    # The bootstrap root heard from one rank twice: two processes (often two nodes) were given the same rank.
+    pattern(
+        RANK_CHECKED_IN_TWICE,
+        ["has already checked in"],
+        r"Bootstrap Root : rank (?P<rank>\d+) of (?P<nranks>\d+) ranks has already checked in",
+        ["hpc-1:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks has already checked in"],
     ),
 )

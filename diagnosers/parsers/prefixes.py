@@ -7,6 +7,9 @@ SageMaker export a `| timestamp |` or tab-separated time column, docker compose 
 schedulers alike, `1469.worker.1  | `), `srun --label` ` 3: `, journald `Nov 22 10:42:17 host python[123]: `;
 often two or three of them nest. Patterns match the text after them; quotes keep the whole line.
 
+A paste into an issue adds markdown of its own: `> ` quote markers before the line, `**bold**` or `` `code` `` around
+the message; they are stripped as one more layer, and the closing marker with them.
+
 Each layer is recognised only in the shapes these tools print, so the tool's own text is never eaten: a
 `[E ProcessGroupNCCL.cpp:607]` header, a Python list `[1, 2]`, `RuntimeError: ...`, `urllib3.exceptions...: `,
 `nvidia-container-cli: ...` and `libcuda.so.1: ...` all stay.
@@ -53,10 +56,14 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("pdsh", rf"{_PDSH_HOST}: ", True),
     # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`.
     ("ansi", r"\x1b?\[[\d;]*m ?", False),
+    # A markdown quote (`> `, nested `> > `); `>>> ` is Python's prompt and keeps its text.
+    ("markdown_quote", r"> ", False),
 )
 _PREFIX = re.compile("(?:" + "|".join(regex for _, regex, _ in _LAYERS) + ")+")
 _LAYER = re.compile("|".join(f"(?P<{name}>{regex})" for name, regex, _ in _LAYERS))
 _NAMES_PROCESS = {name for name, _, names_process in _LAYERS if names_process}
+# Bold or inline code around the whole message, with no marker of its kind inside it.
+_MARKDOWN_WRAP = re.compile(r"\*\*(?P<bold>(?:(?!\*\*).)+)\*\*\s*$|`(?P<code>[^`]+)`\s*$")
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?\s*$")
 
 
@@ -70,6 +77,9 @@ def split_prefix(line: str) -> tuple[str, int]:
         end = suffix.start()
     elif start and line[0] == "|" and line.rstrip().endswith("|"):
         end = len(line.rstrip("| "))
+    elif line.startswith(("**", "`"), start) and (wrapped := _MARKDOWN_WRAP.match(line, start)):
+        group = "bold" if wrapped.group("bold") is not None else "code"
+        start, end = wrapped.span(group)
     if start == 0 and end == len(line):
         return line, 0
     return line[start:end], start

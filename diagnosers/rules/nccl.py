@@ -116,11 +116,18 @@ def _network_error(evidence: Evidence) -> Finding | None:
     if not warnings and not system:
         return None
     first = (warnings or system)[0]
+    local = next((warning for warning in warnings if warning.get("local")), None)
     detail = (
         f"NCCL lost or could not open a connection between ranks{where(warnings or system)}. "
         "Check that NCCL_SOCKET_IFNAME names an interface every pod can reach, that IB/EFA devices are "
         "mounted in the pods, and whether a peer process died first (its own log will say why)."
     )
+    if local is not None:
+        detail += (
+            f" NCCL could not even open its own socket ({local.get('local')[:120]}): the address it picked is not "
+            "usable on this host, as an IPv6 link-local (fe80::…%ib0) or a down or virtual interface is not. Set "
+            "NCCL_SOCKET_IFNAME to the interface with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
+        )
     confidence = 0.85 if warnings else 0.6
     return finding(
         NCCL_NETWORK_ERROR,

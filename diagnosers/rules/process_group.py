@@ -3,7 +3,8 @@
 Reads: torch.distributed `env://` errors (`MASTER_ADDR expected, but not set`), rendezvous and
 c10d store errors (timeouts waiting for clients, cannot connect to the master; a connection attempt that is
 still being retried is only a warning), invalid-rank
-messages and NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong); JAX's
+messages, NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong) and its bootstrap root's
+`rank 1 of 8 ranks has already checked in` (two processes given one rank); JAX's
 coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous).
 """
 
@@ -22,12 +23,13 @@ EMITS = (RANK_CONFIG,)
 def check(evidence: Evidence) -> list[Finding]:
     missing = evidence.of(torch_dist.ENV_NOT_SET)
     duplicate = evidence.of(nccl.DUPLICATE_GPU)
+    checked_in_twice = evidence.of(nccl.RANK_CHECKED_IN_TWICE)
     invalid = evidence.of(torch_dist.INVALID_RANK)
     rendezvous = evidence.of(torch_dist.RENDEZVOUS_FAILED)
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
     retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
-    signals = [*missing, *duplicate, *invalid, *rendezvous, *coordination]
+    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination]
     if not signals and not jax_init:
         return _retrying(retries)
     if missing:
@@ -38,6 +40,14 @@ def check(evidence: Evidence) -> list[Finding]:
         cause = "two ranks picked the same GPU, so LOCAL_RANK/CUDA_VISIBLE_DEVICES is wrong"
         fix = (
             "Call torch.cuda.set_device(local_rank) before init_process_group and do not override CUDA_VISIBLE_DEVICES."
+        )
+    elif checked_in_twice:
+        rank = first_attr(checked_in_twice, "rank")
+        cause = f"two processes started as rank {rank} (NCCL's bootstrap root heard from it twice)"
+        fix = (
+            "Give each node its own NODE_RANK / node offset and make the launcher's task count match: under SLURM, "
+            "--ntasks-per-node must equal the GPUs per node the trainer is told (Lightning's devices=), or every "
+            "node starts the same ranks."
         )
     elif invalid:
         cause = "a rank number is outside the world size or the ranks disagree on it"

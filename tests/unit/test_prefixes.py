@@ -109,10 +109,31 @@ def test_ray_repeated_suffix_is_dropped_with_its_hint() -> None:
         "|  0 | model | Linear | 1.2 K",
         "run_training_epoch |  91.657                |  1                    |  91.657               |",
         "Total |  - |  1397 |  99.734 |  100 % ",
+        ">>> import torch",
+        "**kwargs are passed to the model",
+        "```",
+        "```python",
+        "`a` and `b` differ",
+        "**a** and **b** differ",
+        "2 ** 10 = 1024",
     ],
 )
 def test_the_tools_own_text_is_not_eaten(line: str) -> None:
     assert split_prefix(line) == (line, 0)
+
+
+@pytest.mark.parametrize(
+    ("line", "start"),
+    [
+        (f"**{OOM}**", 2),
+        (f"> {OOM}", 2),
+        (f"> > **{OOM}**  ", 6),
+        (f"`{OOM}`", 1),
+        (f"[rank3]: **{OOM}**", 11),
+    ],
+)
+def test_markdown_around_a_pasted_message_is_stripped(line: str, start: int) -> None:
+    assert split_prefix(line) == (OOM, start)
 
 
 def test_process_key_names_the_process_without_its_times() -> None:

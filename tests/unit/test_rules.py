@@ -249,6 +249,16 @@ def test_socket_network_on_a_communicator_of_one_node_is_not_slow(tmp_path):
     assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
 
 
+def test_nccl_failing_to_bind_its_own_socket_points_at_the_interface(tmp_path):
+    files = {
+        "logs/a.log": "nd20-01:1:1 [0] NCCL INFO Bootstrap : Using ib0:fe80::ba59:9f03:fc:765c%ib0<0>\n"
+        "nd20-01:1:1 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested address\n"
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    network = next(one for one in diagnosis.findings if one.id == "nccl-network-error")
+    assert "NCCL_SOCKET_IFNAME to the interface" in network.detail
+
+
 def test_primary_cause_comes_before_its_consequences(tmp_path):
     files = {
         "logs/w1.log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
