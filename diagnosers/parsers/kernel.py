@@ -84,7 +84,9 @@ PATTERNS = (
         r"|Exceeded (?:job|step) memory limit(?! at some point)\b.*"
         r"|(?:Job|Step) [\d.]+ exceeded (?:virtual )?memory limit \(\d+ > \d+\), being killed.*"
         r"|tasks? [\d,-]+: Out Of Memory|\bDUE TO OUT_OF_MEMORY\b.*|State:\s*OUT_OF_MEMORY\b.*"
-        r"|killed by the OOM killer.*|Failed with result 'oom-kill'.*"
+        # systemd's report, not Ray's list of what may have killed a worker ("(1) the process was killed by the OOM
+        # killer due to high memory usage, (2) ...").
+        r"|has been killed by the OOM killer.*|Failed with result 'oom-kill'.*"
         r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
