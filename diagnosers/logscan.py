@@ -43,11 +43,12 @@ NEWLINE = ord("\n")
 
 @dataclass(frozen=True, slots=True)
 class Needle:
-    """A literal that makes a line worth parsing, and whether the lines after it matter too."""
+    """A literal that makes a line worth parsing, and how many of the lines after it matter too (at most
+    MAX_CONTEXT_LINES)."""
 
     literal: bytes
     caseless: bool = False
-    context: bool = False
+    context_lines: int = 0
 
 
 @dataclass(slots=True)
@@ -241,9 +242,9 @@ class LogScanner:
                 # Another needle in the line just seen, or in lines passed over.
                 if current is not None:
                     current.needles.add(index)
-                    # The line's first needle may want no context while a later one on the same line does.
-                    if needles[index].context and not current.after:
-                        current.after = _lines_after(buffer, line_end, end)
+                    # The line's first needle may want fewer lines after it than a later one on the same line.
+                    if needles[index].context_lines > len(current.after):
+                        current.after = _lines_after(buffer, line_end, end, needles[index].context_lines)
                 continue
             if current is not None:
                 yield current
@@ -257,7 +258,7 @@ class LogScanner:
                 continue
             runs.close()
             text, truncated = _line_text(buffer, line_start, line_end, start)
-            after = _lines_after(buffer, line_end, end) if needles[index].context else []
+            after = _lines_after(buffer, line_end, end, needles[index].context_lines)
             current = Hit(lines.at(line_start), text, {index}, after, truncated, raw)
         runs.close()
         if current is not None:
@@ -414,10 +415,18 @@ def _line_text(buffer: bytearray, start: int, end: int, match: int) -> tuple[str
     return _decode(buffer[start:end]), truncated
 
 
-def _lines_after(buffer: bytearray, line_end: int, end: int) -> list[str]:
-    region = buffer[line_end + 1 : min(end, line_end + 1 + LOOKAHEAD_BYTES)]
-    lines = region.split(b"\n", MAX_CONTEXT_LINES)[:MAX_CONTEXT_LINES]
-    return [_decode(part[:MAX_LINE_BYTES]) for part in lines]
+def _lines_after(buffer: bytearray, line_end: int, end: int, count: int) -> list[str]:
+    """Up to `count` lines after the one ending at line_end, within the look-ahead; found one at a time, since a
+    wrapped message wants two of them and should not pay for splitting the whole look-ahead."""
+    stop = min(end, line_end + 1 + LOOKAHEAD_BYTES)
+    lines: list[str] = []
+    start = line_end + 1
+    while len(lines) < min(count, MAX_CONTEXT_LINES) and start < stop:
+        newline = buffer.find(b"\n", start, stop)
+        newline = stop if newline < 0 else newline
+        lines.append(_decode(buffer[start : min(newline, start + MAX_LINE_BYTES)]))
+        start = newline + 1
+    return lines
 
 
 def _decode(raw: bytes | bytearray) -> str:

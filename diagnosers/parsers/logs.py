@@ -6,10 +6,11 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import BinaryIO
 
 from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
-from diagnosers.logscan import Hit, LogScanner, Needle, Recount
+from diagnosers.logscan import MAX_CONTEXT_LINES, Hit, LogScanner, Needle, Recount
 from diagnosers.parsers import (
     cuda,
     failures,
@@ -97,11 +98,11 @@ class LogParser:
                     owners.append(pattern_index)
         # A pattern whose message may wrap needs the lines after its candidate line; only its needles pay for them.
         needles = [
-            Needle(literal.encode(), caseless, context=any(patterns[owner].wraps for owner in owners))
+            Needle(literal.encode(), caseless, WRAPPED_LINES if any(patterns[owner].wraps for owner in owners) else 0)
             for (literal, caseless), owners in zip(needle_index, self._owners, strict=True)
         ]
         self._traceback_needle = len(needles)
-        needles.append(Needle(HEADER.encode(), context=True))
+        needles.append(Needle(HEADER.encode(), context_lines=MAX_CONTEXT_LINES))
         self._owners.append([])
         self._scanner = LogScanner(needles)
         step_kinds = {step_lines.STEP_TIMING, step_lines.PROFILER_ROW, throughput.STEP_RATE}
@@ -161,14 +162,17 @@ class LogParser:
                     exception = parse_traceback(source, hit.line, hit.text, hit.after)
                     if exception is not None:
                         parsed.exceptions.append(exception)
-                matched = list(self._matches(source, hit.line, hit.text, self._candidates(hit), hit.after))
+                tool_text = split_prefix(hit.text)[0]
+                following = _Following(hit.after)
+                matched = list(self._matches(source, hit.line, hit.text, tool_text, self._candidates(hit), following))
                 signals = [signal for _, signal in matched]
                 wrapped = any(line_pattern.wraps for line_pattern, _ in matched)
                 continues_a_message = head is not None and head.line < hit.line <= head_end
                 if continues_a_message:
                     signals = [replace(signal, quote=head) for signal in signals]
                 elif wrapped:
-                    head, head_end = Quote(source, hit.line, hit.text), hit.line + _continued_lines(hit.text, hit.after)
+                    head = Quote(source, hit.line, hit.text)
+                    head_end = hit.line + _continued_lines(tool_text, following)
                 parsed.signals.extend(signals)
                 # A repeat reuses these signals at its own line: only where they read this line alone.
                 if hit.raw and self._traceback_needle not in hit.needles and not (wrapped or continues_a_message):
@@ -205,24 +209,23 @@ class LogParser:
         ]
         return list(self._match(source, line, text, candidates))
 
-    def _match(
-        self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
-    ) -> Iterator[Signal]:
-        return (signal for _, signal in self._matches(source, line, text, candidates, after))
+    def _match(self, source: str, line: int, text: str, candidates: list[int]) -> Iterator[Signal]:
+        matches = self._matches(source, line, text, split_prefix(text)[0], candidates, _Following(()))
+        return (signal for _, signal in matches)
 
     def _matches(
-        self, source: str, line: int, text: str, candidates: list[int], after: Sequence[str] = ()
+        self, source: str, line: int, text: str, tool_text: str, candidates: list[int], following: _Following
     ) -> Iterator[tuple[LinePattern, Signal]]:
-        """Patterns see the tool's own text, behind any launcher's prefix, one message at a time where a paste ran
-        several NCCL lines together; the quote keeps the whole line. A pattern whose message wraps and does not match
-        the line alone is tried on it joined with the lines `after` it."""
-        for message in nccl.pasted_messages(split_prefix(text)[0]):
+        """Patterns see the tool's own text (`tool_text`, behind any launcher's prefix), one message at a time where
+        a paste ran several NCCL lines together; the quote keeps the whole line. A pattern whose message wraps and
+        does not match the line alone is tried on it joined with the lines following it."""
+        for message in nccl.pasted_messages(tool_text):
             shared: dict[str, str] | None = None
             for index in candidates:
                 line_pattern = self._patterns[index]
                 attrs = line_pattern.match(message)
-                if attrs is None and after and line_pattern.wraps:
-                    attrs = _match_wrapped(line_pattern, message, after)
+                if attrs is None and line_pattern.wraps and following.lines:
+                    attrs = _match_wrapped(line_pattern, message, following)
                 if attrs is None:
                     continue
                 if shared is None:
@@ -230,14 +233,27 @@ class LogParser:
                 yield line_pattern, Signal(line_pattern.kind, Quote(source, line, text), {**shared, **attrs})
 
 
-def _continued_lines(first: str, after: Sequence[str]) -> int:
-    """How many of the lines `after` a message of a wrapping pattern continues on: one cut mid-sentence goes on over
-    lines that start no record of their own (no prefix, indent, log level, exception or traceback of their own)."""
-    if _SENTENCE_END.search(split_prefix(first)[0]):
+class _Following:
+    """The lines after a candidate line that a wrapped message may continue on, each split from its launcher's
+    prefix once however many patterns try them."""
+
+    def __init__(self, after: Sequence[str]) -> None:
+        self.lines = after[:WRAPPED_LINES]
+
+    @cached_property
+    def split(self) -> list[tuple[str, int]]:
+        return [split_prefix(line) for line in self.lines]
+
+
+def _continued_lines(first: str, following: _Following) -> int:
+    """How many following lines the message of a wrapping pattern (`first`, the tool's text) continues on: one cut
+    mid-sentence goes on over lines that start no record of their own (no prefix, indent, log level, exception or
+    traceback of their own)."""
+    if _SENTENCE_END.search(first):
         return 0
     count = 0
-    for line in after[:WRAPPED_LINES]:
-        if not line.strip() or line[0].isspace() or split_prefix(line)[1] or _RECORD_START.match(line):
+    for line, (_, prefix_end) in zip(following.lines, following.split, strict=True):
+        if not line.strip() or line[0].isspace() or prefix_end or _RECORD_START.match(line):
             break
         count += 1
         if _SENTENCE_END.search(line):
@@ -245,15 +261,15 @@ def _continued_lines(first: str, after: Sequence[str]) -> int:
     return count
 
 
-def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) -> dict[str, str] | None:
-    """The pattern on a message broken over up to WRAPPED_LINES more lines, rejoined as cut (a fixed-width terminal
-    splits inside a word) or with a space (a re-wrap at a word boundary drops it). A blank line ends the message,
-    and the match must begin in the first line: that is the line quoted."""
+def _match_wrapped(line_pattern: LinePattern, first: str, following: _Following) -> dict[str, str] | None:
+    """The pattern on a message broken over the following lines, rejoined as cut (a fixed-width terminal splits
+    inside a word) or with a space (a re-wrap at a word boundary drops it). A blank line ends the message, and the
+    match must begin in the first line: that is the line quoted."""
     continuations = []
-    for continuation in after[:WRAPPED_LINES]:
-        if not continuation.strip():
+    for line, (tool_text, _) in zip(following.lines, following.split, strict=True):
+        if not line.strip():
             break
-        continuations.append(split_prefix(continuation)[0])
+        continuations.append(tool_text)
     for separator in ("", " "):
         joined = first
         for continuation in continuations:
@@ -266,4 +282,4 @@ def _match_wrapped(line_pattern: LinePattern, first: str, after: Sequence[str]) 
 
 def _at_line(signals: list[Signal], line: int) -> Iterator[Signal]:
     for signal in signals:
-        yield Signal(signal.kind, Quote(signal.quote.source, line, signal.quote.text), signal.attrs)
+        yield replace(signal, quote=replace(signal.quote, line=line))

@@ -6,6 +6,7 @@ import pytest
 from diagnosers.logscan import (
     LONG_RUN_BYTES,
     LOOKAHEAD_BYTES,
+    MAX_CONTEXT_LINES,
     MAX_LINE_BYTES,
     HyperscanMatcher,
     LogScanner,
@@ -14,7 +15,11 @@ from diagnosers.logscan import (
 )
 from diagnosers.parsers.logs import REPEATS_KEPT, LogParser
 
-NEEDLES = [Needle(b"NCCL WARN"), Needle(b"watchdog", caseless=True), Needle(b"Traceback", context=True)]
+NEEDLES = [
+    Needle(b"NCCL WARN"),
+    Needle(b"watchdog", caseless=True),
+    Needle(b"Traceback", context_lines=MAX_CONTEXT_LINES),
+]
 MATCHERS = [HyperscanMatcher, RegexMatcher]
 SMALL_BLOCK = LOOKAHEAD_BYTES + MAX_LINE_BYTES + 4096
 
@@ -73,6 +78,15 @@ def test_context_is_kept_when_a_needle_wanting_it_is_not_the_first_on_its_line(m
     text = b"NCCL WARN before the Traceback\nnext line\n"
     hit = next(LogScanner(NEEDLES, matcher_class(NEEDLES)).scan(io.BytesIO(text)))
     assert hit.needles == {0, 2} and hit.after[:1] == ["next line"]
+
+
+@pytest.mark.parametrize("matcher_class", MATCHERS)
+def test_a_needle_gets_as_many_lines_after_it_as_it_asks_for(matcher_class):
+    needles = [Needle(b"wrapped", context_lines=2), Needle(b"plain"), *NEEDLES[2:]]
+    text = b"a wrapped message\none\ntwo\nthree\nplain line\nnext\nwrapped and a Traceback\n" + b"x\n" * 200
+    hits = list(LogScanner(needles, matcher_class(needles)).scan(io.BytesIO(text)))
+    assert [hit.after for hit in hits[:2]] == [["one", "two"], []]
+    assert len(hits[2].after) == MAX_CONTEXT_LINES
 
 
 def test_a_compiled_matcher_is_kept_for_the_next_run_and_a_broken_copy_is_compiled_again(tmp_path, monkeypatch):
