@@ -92,10 +92,9 @@ PATTERNS = (
             "received by PID",
             "got signal:",
             "death signal",
-            "exits with return code",
             "died with <Signals.",
         ],
-        r"(?:(?:failed \(exitcode: |exitcode\s*: |exits with return code = )-(?!15\b)"
+        r"(?:(?:failed \(exitcode: |exitcode\s*: )-(?!15\b)"
         r"|SignalException: Process \d+ got signal: |Signal (?=\d+ \(SIG\w+\) received by PID)"
         r"|Received (?=\d+ death signal)"
         r"|died with <Signals\.SIG\w+: )(?!2\b)(?P<signal>\d+)",
@@ -106,24 +105,25 @@ PATTERNS = (
             "  traceback : Signal 9 (SIGKILL) received by PID 14750",
             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 1",
             "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
-            "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
-            "'main.py'] exits with return code = -9",
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
-    # MPI launchers and srun report a rank's end from outside the process, as a shell reports its child's.
+    # MPI launchers, srun and DeepSpeed's launcher report a rank's end from outside the process, as a shell
+    # reports its child's; DeepSpeed's `-9` is the OOM killer as often as torchrun's `exitcode: -9` is.
     pattern(
         KILLED_BY_SIGNAL,
-        ["EXIT CODE", "KILLED BY SIGNAL", "(signal ", "exited on signal", ": Killed"],
+        ["EXIT CODE", "KILLED BY SIGNAL", "(signal ", "exited on signal", ": Killed", "exits with return code"],
         # Hydra reports a signalled rank's signal as its exit code; other codes there are the rank's own exit.
         r"(?:^=\s+EXIT CODE: (?=(?:6|7|9|11)\s*$)|^=\s+KILLED BY SIGNAL: |EXIT STRING: .*\(signal (?=\d+\))"
-        r"|\bexited on signal )(?!2\b)(?P<launcher_signal>\d+)"
+        r"|\bexited on signal |exits with return code = -(?!15\b))(?!2\b)(?P<launcher_signal>\d+)"
         r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$",
         [
             "=   EXIT CODE: 9",
             "=   KILLED BY SIGNAL: 9 (Killed)",
             "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
             "mpirun noticed that process rank 3 with PID 123 on node node01 exited on signal 9 (Killed).",
+            "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+            "'main.py'] exits with return code = -9",
             "srun: error: gpu-node-07: task 3: Killed",
         ],
     ),
