@@ -75,18 +75,18 @@ PATTERNS = (
             "RayletError",
             "local raylet died",
             "state: DEAD",
-            "because the actor is already dead",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
         r"|The task's local raylet died"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
         r"|\b[1-9]\d* Workers crashed due to other reasons"
-        # The core worker's own log (`[date I pid tid] actor_manager.cc:N:`): an actor whose constructor raised, and
-        # the calls queued on a dead actor failed. A DEAD notification alone is also an actor that was killed on
+        # The core worker's own log (`[date I pid tid] actor_manager.cc:N:`): an actor dead because its constructor or
+        # its runtime env failed (Ray 1.x: `has creation_task_exception=1`, 2.x: its death context). Any other DEAD
+        # notification, and the `Failing pending tasks for actor` line after it, also follow an actor killed on
         # purpose (ray.kill, the job's end).
-        r"|received notification on actor, state: DEAD\b.*?has creation_task_exception=1"
-        r"|Failing pending tasks for actor \w+ because the actor is already dead)",
+        r"|received notification on actor, state: DEAD\b.*?(?:has creation_task_exception=1"
+        r"|death context type=(?:CreationTaskFailure|RuntimeEnvFailed)Context))",
         [
             "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
@@ -99,8 +99,9 @@ PATTERNS = (
             "[2021-09-14 10:11:20,566 I 2122527 2122927] actor_manager.cc:139: received notification on actor, state: "
             "DEAD, actor_id: b725bb, ip address: 10.0.0.5, port: 35795, worker_id: a8a073, raylet_id: dc116a, "
             "num_restarts: 0, has creation_task_exception=1",
-            "[2021-09-14 10:11:20,566 I 2122527 2122927] direct_actor_transport.cc:209: Failing pending tasks for "
-            "actor b725bbfcae78f2913c44e16a01000000 because the actor is already dead.",
+            "[2024-05-01 10:00:00,000 I 311 340] actor_manager.cc:236: received notification on actor, state: DEAD, "
+            "ip address: 10.0.0.5, port: 10026, worker_id: a8a073, raylet_id: dc116a, num_restarts: 0, death context "
+            "type=CreationTaskFailureContext actor_id=3c4636e63c7cc5c4dbf6315e01000000",
         ],
     ),
     pattern(
