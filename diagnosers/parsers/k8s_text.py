@@ -31,12 +31,19 @@ PATTERNS = (
             "tasks in gang unschedulable",
             "NotEnoughResources",
             "Workload didn't fit",
+            "queue resource quota insufficient",
+            "resource in cluster is overused",
+            "No nodes with enough resources",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
         # Volcano: its predicates, and a gang whose pods are unschedulable; "1/0 tasks" (no pod created yet) is left
         # out, the controller reports it while a job starts
         r"|\d+/\d+ nodes are unavailable:.*|\d+/\d+ tasks in gang unschedulable:.*?\b\d+ Unschedulable\b.*"
+        # Volcano's enqueue stage turning a job away (the proportion/capacity plugins, the older overcommit one)
+        r"|\bqueue resource quota insufficient\b.*|\bresource in cluster is overused\b.*"
+        # NVIDIA KAI-Scheduler
+        r"|No nodes with enough resources were found:.*"
         r"|\bNotEnoughResources\b.*"
         # Kueue before 0.2 named no resource
         r"|Workload didn't fit\b.*)",
@@ -52,6 +59,10 @@ PATTERNS = (
             "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 "
             "Unschedulable",
             "    reason: NotEnoughResources",
+            "  Normal   Unschedulable  15s (x13 over 28s)  volcano  queue resource quota insufficient",
+            "  Normal   Unschedulable  17s (x13 over 29s)  volcano  resource in cluster is overused",
+            "Warning  Unschedulable  kai-scheduler  No nodes with enough resources were found: 2 node(s) didn't have "
+            "enough resources: GPUs.",
             "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
         ],
     ),
@@ -71,6 +82,7 @@ PATTERNS = (
             "Error response from daemon",
             "to register layer",
             "Error pulling image",
+            "error pulling image configuration",
             "toomanyrequests",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
@@ -83,6 +95,8 @@ PATTERNS = (
         r"|Error response from daemon: (?:manifest for \S+ not found|pull access denied|toomanyrequests|unauthorized"
         r"|Head \"?https?://\S+/manifests/).*"
         r"|failed to register layer: .*no space left on device.*|Error pulling image .*"
+        # the docker CLI when the image's config blob cannot be fetched (registry auth, network)
+        r"|error pulling image configuration: .*"
         r"|toomanyrequests: You have reached your pull rate limit.*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
@@ -98,6 +112,8 @@ PATTERNS = (
             "space left on device",
             "toomanyrequests: You have reached your pull rate limit. You may increase the limit by authenticating "
             "and upgrading: https://www.docker.com/increase-rate-limit",
+            "Mar 13 15:19:00 k8s-master-0 docker[6947]: /usr/bin/docker: error pulling image configuration: "
+            "unauthorized: Requested repository does not match bearer token resource: hyperkube-amd64.",
         ],
     ),
     pattern(

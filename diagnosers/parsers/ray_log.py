@@ -19,6 +19,9 @@ JOB_SUBMITTED = "ray.job-submitted"
 # A traceback frame in Ray's job-submission client (`ray job submit`, JobSubmissionClient), read line by line so a
 # traceback cut before its exception still shows whose call it was.
 SUBMISSION_CLIENT_FRAME = "ray.submission-client-frame"
+# A traceback frame where urllib3 opens a connection, read line by line: below a `ray job submit` line, a traceback
+# cut before its exception that already stands there is the client failing to reach the dashboard.
+HTTP_CONNECT_FRAME = "ray.http-connect-frame"
 
 _DEMAND = r"(?P<demand>\{[^{}]*\})"
 
@@ -71,12 +74,19 @@ PATTERNS = (
             "LocalRayletDiedError",
             "RayletError",
             "local raylet died",
+            "state: DEAD",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
         r"|The task's local raylet died"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
-        r"|\b[1-9]\d* Workers crashed due to other reasons)",
+        r"|\b[1-9]\d* Workers crashed due to other reasons"
+        # The core worker's own log (`[date I pid tid] actor_manager.cc:N:`): an actor dead because its constructor or
+        # its runtime env failed (Ray 1.x: `has creation_task_exception=1`, 2.x: its death context). Any other DEAD
+        # notification, and the `Failing pending tasks for actor` line after it, also follow an actor killed on
+        # purpose (ray.kill, the job's end).
+        r"|received notification on actor, state: DEAD\b.*?(?:has creation_task_exception=1"
+        r"|death context type=(?:CreationTaskFailure|RuntimeEnvFailed)Context))",
         [
             "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
@@ -86,17 +96,29 @@ PATTERNS = (
             "ray.exceptions.LocalRayletDiedError: The task's local raylet died. Check raylet.out for more information.",
             "(pid=41720) ray.exceptions.RayletError: The Raylet died with this message: [RayletClient] Raylet "
             "connection closed.",
+            "[2021-09-14 10:11:20,566 I 2122527 2122927] actor_manager.cc:139: received notification on actor, state: "
+            "DEAD, actor_id: b725bb, ip address: 10.0.0.5, port: 35795, worker_id: a8a073, raylet_id: dc116a, "
+            "num_restarts: 0, has creation_task_exception=1",
+            "[2024-05-01 10:00:00,000 I 311 340] actor_manager.cc:236: received notification on actor, state: DEAD, "
+            "ip address: 10.0.0.5, port: 10026, worker_id: a8a073, raylet_id: dc116a, num_restarts: 0, death context "
+            "type=CreationTaskFailureContext actor_id=3c4636e63c7cc5c4dbf6315e01000000",
         ],
     ),
     pattern(
         NODE_DIED,
-        ["node has died", "NodeDiedError", "has been marked dead"],
-        r"(?P<what>node has died|NodeDiedError|has been marked dead because the detector has missed too many "
-        r"heartbeats)",
+        ["node has died", "NodeDiedError", "has been marked dead", "marked as dead", "mistakenly been marked"],
+        # The GCS's `detector` (Ray < 1.0: the `monitor`, naming a `client ID`) on a node it stopped hearing from, and
+        # the raylet's own fatal line on learning it (Ray 1.x spells it `beem`).
+        r"(?P<what>node has died|NodeDiedError|has been marked dead because the (?:detector|monitor) has missed too "
+        r"many heartbeats|This node has bee[nm] marked as dead|node manager has mistakenly been marked (?:as )?dead)",
         [
             "The actor died because its node has died. Node Id: 8e2b",
             "The node with node id: 3f and address: 10.0.0.9 and node name: 10.0.0.9 has been marked dead "
             "because the detector has missed too many heartbeats from it.",
+            "2019-08-03 09:58:24,196\tERROR worker.py:1713 -- The node with client ID 6a16415b has been marked dead "
+            "because the monitor has missed too many heartbeats from it.",
+            "[2022-02-16 12:46:52,789 C 149 149] node_manager.cc:170: This node has beem marked as dead.",
+            "Exiting because this node manager has mistakenly been marked dead by the monitor.",
         ],
     ),
     # Ray 2.x's driver on its raylet's unexpected end; the list of possible reasons after it (SIGKILL, the OOM killer,
@@ -190,6 +212,7 @@ PATTERNS = (
             "Failed to connect to dashboard",
             "Failed to start the dashboard",
             "Failed to forward dashboard",
+            "The agent on node",
             "dashboard",
             ":8265",
             "port=8265",
@@ -200,7 +223,8 @@ PATTERNS = (
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
         r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
-        r"|The dashboard on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
+        # the dashboard, or its per-node agent (Ray 1.x's new_dashboard/agent.py), dying at start
+        r"|The (?:dashboard|agent) on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
         r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
@@ -224,6 +248,8 @@ PATTERNS = (
             "Traceback (most recent call last):\\n ... ConnectionRefusedError: [Errno 111] Connect call failed "
             "('10.244.3.9', 52365)\\n\\n\"}",
             "2025-06-27 10:16:18,850\tERROR dashboard.py:304 -- The dashboard on node gpu-node-1 failed with the "
+            "following error:",
+            "2020-11-11 14:13:37,114\tWARNING worker.py:1111 -- The agent on node gpu-node-1 failed with the "
             "following error:",
         ],
     ),
@@ -253,6 +279,15 @@ PATTERNS = (
             '  File "/usr/lib/python3.10/dist-packages/ray/dashboard/modules/job/sdk.py", line 254, in submit_job',
             '  File "/opt/conda/lib/python3.9/site-packages/ray/dashboard/modules/dashboard_sdk.py", line 248, in '
             "_check_connection_and_version",
+        ],
+    ),
+    pattern(
+        HTTP_CONNECT_FRAME,
+        ["urllib3/connection.py", "urllib3/util/connection.py"],
+        r'^\s*File "[^"]*urllib3/(?:util/)?connection\.py", line \d+, in (?P<function>_new_conn|create_connection)\b',
+        [
+            '  File "/opt/conda/lib/python3.10/site-packages/urllib3/connection.py", line 198, in _new_conn',
+            '  File "/usr/lib/python3/dist-packages/urllib3/util/connection.py", line 85, in create_connection',
         ],
     ),
     pattern(

@@ -16,7 +16,9 @@ from diagnosers.rules.common import finding, first_attr
 
 EMITS = (INSUFFICIENT_GPU, IMAGE_PULL)
 
-_INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)|insufficient (?:unused )?quota for ([\w./-]+)")
+_INSUFFICIENT = re.compile(
+    r"Insufficient ([\w./-]+)|insufficient (?:unused )?quota for ([\w./-]+)|didn't have enough resources: ([\w./-]+)"
+)
 _PULL_CAUSES = (
     ("toomanyrequests", "the registry is rate-limiting pulls"),
     ("Too Many Requests", "the registry is rate-limiting pulls"),
@@ -49,7 +51,13 @@ def _insufficient(evidence: Evidence) -> Finding | None:
     if not signals:
         return None
     resources = sorted(
-        {name for signal in unschedulable for pair in _INSUFFICIENT.findall(signal.quote.text) for name in pair if name}
+        {
+            name.rstrip(".")
+            for signal in unschedulable
+            for names in _INSUFFICIENT.findall(signal.quote.text)
+            for name in names
+            if name
+        }
     )
     demand = next(
         (value for name in ("demand", "placement", "shapes") if (value := first_attr([*infeasible, *pending], name))),
@@ -68,7 +76,9 @@ def _insufficient(evidence: Evidence) -> Finding | None:
     )
     confidence = 0.9 if unschedulable or infeasible else 0.6
     # A placement-group bundle or a CPU-only request that cannot be placed is the same failure, not a GPU shortage.
-    names_other = (demand and "GPU" not in demand) or (resources and not any("gpu" in name for name in resources))
+    names_other = (demand and "GPU" not in demand) or (
+        resources and not any("gpu" in name.lower() for name in resources)
+    )
     title = "Not enough resources to schedule" if names_other else "Not enough GPUs to schedule"
     return finding(INSUFFICIENT_GPU, Severity.CRITICAL, confidence, title, detail, signals)
 

@@ -45,8 +45,9 @@ _WRAPPED_LINES = 4
 # How far below a connection error the tracebacks chained to it (`The above exception was the direct cause ...`)
 # may reach the submission client's frames: urllib3, requests and Ray's client add a few dozen lines.
 _CHAINED_LINES = 80
-# The dashboard process's own entry point: a traceback that starts there (dashboard.err) is the dashboard dying.
-_DASHBOARD_MAIN = re.compile(r"[/\\]dashboard[/\\]dashboard\.py$")
+# The entry points of the dashboard process and of its per-node agent (Ray 1.x: new_dashboard/): a traceback that
+# starts there (dashboard.err, dashboard_agent.log) is one of them dying.
+_DASHBOARD_MAIN = re.compile(r"[/\\](?:new_)?dashboard[/\\](?:dashboard|agent)\.py$")
 
 
 def check(evidence: Evidence) -> list[Finding]:
@@ -116,8 +117,9 @@ def _submission_refused(evidence: Evidence) -> list[Quote]:
     """Connection errors raised by a job-submission client: its traceback runs through Ray's submission SDK (or a
     traceback chained below it does, even one cut before its own exception), or it follows the `ray job submit`
     line or the dashboard address the client was about to call with no successful submission between (a job's own
-    connection errors, printed after `submitted successfully`, are not the dashboard's)."""
-    return [
+    connection errors, printed after `submitted successfully`, are not the dashboard's). A paste cut before the
+    exception still shows urllib3 opening the connection there."""
+    raised = [
         exception.quote
         for exception in evidence.exceptions
         if exception.short_type in _CONNECTION_ERRORS
@@ -127,6 +129,19 @@ def _submission_refused(evidence: Evidence) -> list[Quote]:
             or _while_submitting(evidence, exception.quote)
         )
     ]
+    if raised:
+        return raised
+    connecting = [
+        frame.quote for frame in evidence.of(ray_log.HTTP_CONNECT_FRAME) if _while_submitting(evidence, frame.quote)
+    ]
+    if not connecting:
+        return []
+    # With no exception to quote, the command says whose connection it was.
+    command = max(
+        (signal.quote for signal in evidence.of(ray_log.JOB_SUBMIT_ADDRESS) if _before(signal.quote, connecting[0])),
+        key=lambda quote: quote.line,
+    )
+    return [command, connecting[0]]
 
 
 def _chained_to_submission_client(evidence: Evidence, at: Quote) -> bool:
@@ -140,12 +155,15 @@ def _through_submission_client(exception: PythonException) -> bool:
     return any(part in frame.file for frame in exception.frames for part in _SUBMISSION_CLIENT_FILES)
 
 
-def _while_submitting(evidence: Evidence, at: Quote) -> bool:
-    def before(signal: Signal, after_line: int = 0) -> bool:
-        return signal.quote.source == at.source and after_line < signal.quote.line < at.line
+def _before(quote: Quote, at: Quote, after_line: int = 0) -> bool:
+    return quote.source == at.source and after_line < quote.line < at.line
 
-    named = [signal.quote.line for signal in evidence.of(ray_log.JOB_SUBMIT_ADDRESS) if before(signal)]
-    return bool(named) and not any(before(signal, max(named)) for signal in evidence.of(ray_log.JOB_SUBMITTED))
+
+def _while_submitting(evidence: Evidence, at: Quote) -> bool:
+    named = [signal.quote.line for signal in evidence.of(ray_log.JOB_SUBMIT_ADDRESS) if _before(signal.quote, at)]
+    return bool(named) and not any(
+        _before(signal.quote, at, max(named)) for signal in evidence.of(ray_log.JOB_SUBMITTED)
+    )
 
 
 def _dashboard(evidence: Evidence) -> Finding | None:

@@ -55,6 +55,15 @@ HARMLESS = [
     "2021-11-16 11:33:53.139338: W tensorflow/core/common_runtime/bfc_allocator.cc:272] Allocator (GPU_0_bfc) ran out "
     "of memory trying to allocate 2.18GiB with freed_by_count=0. The caller indicates that this is not a failure, but "
     "may mean that there could be performance gains if more memory were available.",
+    # Ray's core worker on an actor killed on purpose (ray.kill, the job's end), and the queue it then empties
+    "[2021-09-14 10:11:20,566 I 2122527 2122927] actor_manager.cc:139: received notification on actor, state: DEAD, "
+    "actor_id: b725bb, ip address: 10.0.0.5, port: 35795, worker_id: a8a073, raylet_id: dc116a, num_restarts: 0, "
+    "has creation_task_exception=0",
+    "[2021-09-14 10:11:20,566 I 2122527 2122927] direct_actor_transport.cc:209: Failing pending tasks for actor "
+    "b725bbfcae78f2913c44e16a01000000 because the actor is already dead.",
+    # the raylet's warning that a lagging heartbeat could get the node marked dead
+    "[2022-02-16 12:45:07,907 W 149 199] node_manager.cc:157: Last heartbeat was sent 6901 ms ago. There might be "
+    "resource pressure on this node. If heartbeat keeps lagging, this node can be marked as dead mistakenly.",
 ]
 
 

@@ -108,3 +108,26 @@ def test_a_refused_connection_chained_to_a_cut_submission_client_traceback_is_th
 def test_a_refused_connection_after_an_echoed_ray_job_submit_is_the_dashboard(tmp_path):
     found = findings(tmp_path, "+ ray job submit --no-wait -- python3 -m verl.trainer.main_ppo", *REFUSED)
     assert found[DASHBOARD_UNREACHABLE].severity == Severity.CRITICAL
+
+
+def test_a_traceback_cut_in_urllib3s_connect_below_ray_job_submit_is_the_dashboard(tmp_path):
+    found = findings(tmp_path, SUBMIT, *REFUSED[:2])
+    dashboard = found[DASHBOARD_UNREACHABLE]
+    assert dashboard.severity == Severity.CRITICAL
+    assert [quote.line for quote in dashboard.evidence] == [1, 3]
+
+
+def test_a_cut_connect_traceback_after_the_job_was_submitted_is_not_the_dashboard(tmp_path):
+    found = findings(tmp_path, SUBMIT, "Job 'raysubmit_x1' submitted successfully", *REFUSED[:2])
+    assert DASHBOARD_UNREACHABLE not in found
+
+
+def test_the_dashboard_agent_process_traceback_is_the_dashboard_dying(tmp_path):
+    found = findings(
+        tmp_path,
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.6/dist-packages/ray/new_dashboard/agent.py", line 298, in <module>',
+        "    loop.run_until_complete(agent.run())",
+        "grpc.experimental.aio._call.AioRpcError: <AioRpcError of RPC that terminated with:",
+    )
+    assert DASHBOARD_UNREACHABLE in found
