@@ -51,6 +51,45 @@ RUN_SUCCEEDED = "failure.run-succeeded"
 FRAME_GAP = 3
 _QUIET_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARN(?:ING)?)\b")
 
+# glibc's strsignal(SIGKILL), which bash prints for a SIGKILLed child, in every locale that translates it.
+_SIGKILL_WORDS = (
+    "Killed",
+    "已杀死",
+    "強制結束",
+    "強制終了",
+    "죽었음",
+    "Убито",
+    "Вбито",
+    "Забіты",
+    "Убијен",
+    "Безусловно прекъснат",
+    "Σκοτώθηκε",
+    "Getötet",
+    "Processus arrêté",
+    "Terminado (killed)",
+    "Nutraukta (killed)",
+    "Morto",
+    "Ucciso",
+    "Matat",
+    "Matado",
+    "Zabit (SIGKILL)",
+    "Zabitý",
+    "Unicestwiony",
+    "Ubijen",
+    "Pobit",
+    "Kilőve",
+    "Dræbt",
+    "Drept",
+    "Dödad",
+    "Tapettu",
+    "Geëlimineerd",
+    "Buĉita",
+    "Süreç durduruldu",
+    "Terbunuh",
+    "Bị buộc kết thúc",
+)
+_SIGKILL_WORD = "|".join(re.escape(word) for word in _SIGKILL_WORDS)
+
 PATTERNS = (
     pattern(
         FATAL_LINE,
@@ -95,10 +134,11 @@ PATTERNS = (
             "exits with return code",
             "died with <Signals.",
         ],
-        r"(?:(?:failed \(exitcode: |exitcode\s*: |exits with return code = )-(?!15\b)"
+        r"(?:(?:failed \(exitcode: |exitcode\s*: )-(?!15\b)"
         r"|SignalException: Process \d+ got signal: |Signal (?=\d+ \(SIG\w+\) received by PID)"
         r"|Received (?=\d+ death signal)"
-        r"|died with <Signals\.SIG\w+: )(?!2\b)(?P<signal>\d+)",
+        r"|died with <Signals\.SIG\w+: )(?!2\b)(?P<signal>\d+)"
+        r"|exits with return code = -(?!15\b)(?!2\b)(?P<return_code_signal>\d+)",
         [
             "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
             "(exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python",
@@ -111,20 +151,59 @@ PATTERNS = (
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
-    # MPI launchers and srun report a rank's end from outside the process, as a shell reports its child's.
+    # A shell, a container runtime, an MPI launcher or srun reports a process's end from outside it. After
+    # kernel.PROCESS_CRASH: the regex fallback reports the first needle listed where two start at one place, and
+    # "exit code 139" must win over "exit code".
     pattern(
         KILLED_BY_SIGNAL,
-        ["EXIT CODE", "KILLED BY SIGNAL", "(signal ", "exited on signal", ": Killed"],
+        [
+            "EXIT CODE",
+            "KILLED BY SIGNAL",
+            "(signal ",
+            "exited on signal",
+            ": Killed",
+            *_SIGKILL_WORDS,
+            "zsh: killed",
+            " killed ",
+            "signal: killed",
+            "exit code",
+            "exit status",
+            "exited with code",
+            "exitcode",
+            "Exit code",
+            "Exit Code",
+            "exitCode",
+            "Exited (137)",
+            "signal SIGKILL",
+            "Signals.SIGKILL",
+        ],
         # Hydra reports a signalled rank's signal as its exit code; other codes there are the rank's own exit.
         r"(?:^=\s+EXIT CODE: (?=(?:6|7|9|11)\s*$)|^=\s+KILLED BY SIGNAL: |EXIT STRING: .*\(signal (?=\d+\))"
         r"|\bexited on signal )(?!2\b)(?P<launcher_signal>\d+)"
-        r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$",
+        r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$"
+        # SIGKILL in a shell's words (a `Killed` inside other text, "Killed process", is none), as exit code 137
+        # (128 + 9) or -9, and in Go's and multiprocessing's words; torchrun's exitcode and subprocess's
+        # `died with` are the pattern above.
+        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})\s+(?P<command>\S.*)"
+        r"|^zsh: killed\s+(?P<zsh_command>\S.*)|^\[\d+\]\s*[+-]?\s+(?:\d+\s+)?[Kk]illed\s+(?P<job_command>\S.*)"
+        r"|(?!exitcode\s*: -)(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b"
+        r"|Exited \(137\)|terminated with signal SIGKILL|(?<!died with <)Signals\.SIGKILL|\bsignal: killed\b)",
         [
             "=   EXIT CODE: 9",
             "=   KILLED BY SIGNAL: 9 (Killed)",
             "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
             "mpirun noticed that process rank 3 with PID 123 on node node01 exited on signal 9 (Killed).",
             "srun: error: gpu-node-07: task 3: Killed",
+            "Killed",
+            "已杀死",
+            "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
+            "zsh: killed     python train.py --bs 64",
+            "[1]    16261 killed     python3 -m llama.convert_llama --model_size 65B",
+            "[1]+  Killed                  python train.py",
+            "      Exit Code:    137",
+            "train-worker-0   Exited (137) 2 minutes ago",
+            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
+            "Error: llama runner process has terminated: signal: killed",
         ],
     ),
     pattern(
@@ -188,16 +267,23 @@ PATTERNS = (
 
 
 def signal_number(signal: Signal) -> int | None:
-    """The signal a KILLED_BY_SIGNAL line names; srun's bare `Killed` is SIGKILL."""
-    if signal.get("killed"):
+    """The signal a KILLED_BY_SIGNAL line names; srun's and a shell's `Killed`, exit code 137 are SIGKILL."""
+    if signal.get("killed") or signal.get("sigkill"):
         return int(signals_module.SIGKILL)
-    number = signal.get("signal") or signal.get("launcher_signal")
+    number = signal.get("signal") or signal.get("launcher_signal") or signal.get("return_code_signal")
     return int(number) if number.isdigit() else None
 
 
-def killed_by_launcher_report(signal: Signal) -> bool:
-    """An MPI launcher or srun reported the signal, as a shell reports `Killed`."""
-    return bool(signal.get("killed") or signal.get("launcher_signal"))
+def read_as_sigkill_guess(signal: Signal) -> bool:
+    """A SIGKILL the memory rule may take for the OOM killer's. DeepSpeed's launcher's `exits with return code = -9`
+    is left to the workers rule, as it was before the shells' and launchers' reports were read as one signal: the
+    corpus's threads with it found no memory cause."""
+    return signal_number(signal) == signals_module.SIGKILL and not signal.get("return_code_signal")
+
+
+def reported_by_shell(signal: Signal) -> bool:
+    """A shell or container runtime reported SIGKILL (`Killed`, exit code 137): the process may be any, not a worker."""
+    return bool(signal.get("sigkill"))
 
 
 def with_exceptions_without_header(signals: Sequence[Signal], read: Sequence[PythonException]) -> list[PythonException]:
