@@ -6,8 +6,10 @@ reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its 
 `Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
 subprocess's `died with <Signals.SIGKILL: 9>`, and MPI launchers in their own words: MPICH/Hydra's and Intel MPI's
 `BAD TERMINATION` box (`=   EXIT CODE: 9`, which is the signal's number, `=   KILLED BY SIGNAL: 9 (Killed)`,
-`EXIT STRING: Killed (signal 9)`), Open MPI's `exited on signal 9 (Killed)`, srun's `task 3: Killed`. An exit code
-of -15 is left out: the elastic agent
+`EXIT STRING: Killed (signal 9)`), Open MPI's `exited on signal 9 (Killed)`, srun's `task 3: Killed`. A shell or
+container runtime reports SIGKILL from outside too (a line of its own `Killed` in the locale's words, zsh's `killed`,
+exit code 137, Go's `signal: killed`): that is the same signal, but it names no worker, so the workers rule leaves
+it to the memory rule's guess at the OOM killer. An exit code of -15 is left out: the elastic agent
 sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
 is a person pressing Ctrl-C, not a worker dying.
 
