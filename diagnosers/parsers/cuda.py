@@ -25,7 +25,8 @@ PATTERNS = (
             "CUDA_ERROR_OUT_OF_MEMORY",
             "cudaErrorMemoryAllocation",
             "CUBLAS_STATUS_ALLOC_FAILED",
-            "RESOURCE_EXHAUSTED: Out of memory",
+            # The XLA status alone: a terminal may wrap the rest of its message onto the next line.
+            "RESOURCE_EXHAUSTED",
             "Cuda failure 'out of memory'",
             "Cuda failure 2 'out of memory'",
             "HIP out of memory",
@@ -33,10 +34,7 @@ PATTERNS = (
             "OOM when allocating tensor",
             "No available memory for the cache blocks",
             "ran out of memory trying to allocate",
-            "XlaRuntimeError: RESOURCE_EXHAUSTED",
-            "RESOURCE_EXHAUSTED: Failed to allocate",
-            "Resource exhausted: Out of memory",
-            "Resource exhausted: Failed to allocate",
+            "Resource exhausted: ",
             "ResourceExhaustedError: failed to allocate memory",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
@@ -190,6 +188,9 @@ PATTERNS = (
             "RuntimeError: DataLoader worker (pid(s) 812, 813) exited unexpectedly",
             "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
             "memory (shm).",
+            "Unexpected bus ERROR encountered in worker. This might be caused by insufficient Shared memory (SHM)",
         ],
+        # People retype these messages into issues (through translators, too) with the capitals changed.
+        caseless=True,
     ),
 )

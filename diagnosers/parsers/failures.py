@@ -1,15 +1,16 @@
 """Generic failure lines: a fatal log line, or a process that recorded a non-zero exit.
 
-These say that something failed without saying why; the unrecognised rule quotes them when no
-other rule knows the cause. A process killed by a signal says a little more (the workers rule
-reads it): torchrun's `failed (exitcode: -9)` and ChildFailedError summary, its agent's
-`Received 1 death signal` and `SignalException: Process N got signal: 1`, DeepSpeed's `exits with return code = -11` and
-subprocess's `died with <Signals.SIGKILL: 9>`, and MPI launchers in their own words: MPICH/Hydra's and Intel MPI's
-`BAD TERMINATION` box (`=   EXIT CODE: 9`, which is the signal's number, `=   KILLED BY SIGNAL: 9 (Killed)`,
-`EXIT STRING: Killed (signal 9)`), Open MPI's `exited on signal 9 (Killed)`, srun's `task 3: Killed`. An exit code
-of -15 is left out: the elastic agent
-sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT)
-is a person pressing Ctrl-C, not a worker dying.
+These say that something failed without saying why; the unrecognised rule quotes them when no other rule knows the
+cause. A process killed by a signal says a little more (the workers rule reads it): torchrun's `failed (exitcode: -9)`
+and ChildFailedError summary, its agent's `Received 1 death signal` and `SignalException: Process N got signal: 1`,
+subprocess's `died with <Signals.SIGKILL: 9>`, and launchers in their own words: MPICH/Hydra's and Intel MPI's `BAD
+TERMINATION` box (`= EXIT CODE: 9`, which is the signal's number, `= KILLED BY SIGNAL: 9 (Killed)`, `EXIT STRING:
+Killed (signal 9)`), Open MPI's `exited on signal 9 (Killed)`, srun's `task 3: Killed`, DeepSpeed's `exits with return
+code = -11`. A shell or container runtime reports SIGKILL from outside too (a line of its own `Killed` in the locale's
+words, zsh's `killed`, exit code 137, Go's `signal: killed`): that is the same signal, but it names no worker, so the
+workers rule leaves it to the memory rule's guess at the OOM killer. An exit code of -15 is left out: the elastic
+agent sends SIGTERM to the surviving ranks once one has failed, so it names no cause; signal 2 (SIGINT) is a person
+pressing Ctrl-C, not a worker dying.
 
 An exception's own line (`ValueError: ...`, `torch.distributed.DistBackendError: ...`) is fatal even where no
 `Traceback (most recent call last):` header led to it: a paste that began below the header, or a launcher that
@@ -50,6 +51,45 @@ RUN_SUCCEEDED = "failure.run-succeeded"
 # A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
 FRAME_GAP = 3
 _QUIET_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARN(?:ING)?)\b")
+
+# glibc's strsignal(SIGKILL), which bash prints for a SIGKILLed child, in every locale that translates it.
+_SIGKILL_WORDS = (
+    "Killed",
+    "已杀死",
+    "強制結束",
+    "強制終了",
+    "죽었음",
+    "Убито",
+    "Вбито",
+    "Забіты",
+    "Убијен",
+    "Безусловно прекъснат",
+    "Σκοτώθηκε",
+    "Getötet",
+    "Processus arrêté",
+    "Terminado (killed)",
+    "Nutraukta (killed)",
+    "Morto",
+    "Ucciso",
+    "Matat",
+    "Matado",
+    "Zabit (SIGKILL)",
+    "Zabitý",
+    "Unicestwiony",
+    "Ubijen",
+    "Pobit",
+    "Kilőve",
+    "Dræbt",
+    "Drept",
+    "Dödad",
+    "Tapettu",
+    "Geëlimineerd",
+    "Buĉita",
+    "Süreç durduruldu",
+    "Terbunuh",
+    "Bị buộc kết thúc",
+)
+_SIGKILL_WORD = "|".join(re.escape(word) for word in _SIGKILL_WORDS)
 
 PATTERNS = (
     pattern(
@@ -108,15 +148,45 @@ PATTERNS = (
             "subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
         ],
     ),
-    # MPI launchers, srun and DeepSpeed's launcher report a rank's end from outside the process, as a shell
-    # reports its child's; DeepSpeed's `-9` is the OOM killer as often as torchrun's `exitcode: -9` is.
+    # A shell, a container runtime, an MPI launcher, srun or DeepSpeed's launcher reports a process's end from
+    # outside it (DeepSpeed's `-9` is the OOM killer as often as torchrun's `exitcode: -9` is). After
+    # kernel.PROCESS_CRASH: the regex fallback reports the first needle listed where two start at one place, and
+    # "exit code 139" must win over "exit code".
     pattern(
         KILLED_BY_SIGNAL,
-        ["EXIT CODE", "KILLED BY SIGNAL", "(signal ", "exited on signal", ": Killed", "exits with return code"],
+        [
+            "EXIT CODE",
+            "KILLED BY SIGNAL",
+            "(signal ",
+            "exited on signal",
+            ": Killed",
+            "exits with return code",
+            *_SIGKILL_WORDS,
+            "zsh: killed",
+            " killed ",
+            "signal: killed",
+            "exit code",
+            "exit status",
+            "exited with code",
+            "exitcode",
+            "Exit code",
+            "Exit Code",
+            "exitCode",
+            "Exited (137)",
+            "signal SIGKILL",
+            "Signals.SIGKILL",
+        ],
         # Hydra reports a signalled rank's signal as its exit code; other codes there are the rank's own exit.
         r"(?:^=\s+EXIT CODE: (?=(?:6|7|9|11)\s*$)|^=\s+KILLED BY SIGNAL: |EXIT STRING: .*\(signal (?=\d+\))"
         r"|\bexited on signal |exits with return code = -(?!15\b))(?!2\b)(?P<launcher_signal>\d+)"
-        r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$",
+        r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$"
+        # SIGKILL in a shell's words (a `Killed` inside other text, "Killed process", is none), as exit code 137
+        # (128 + 9) or -9, and in Go's and multiprocessing's words; torchrun's exitcode and subprocess's
+        # `died with` are the pattern above.
+        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})\s+(?P<command>\S.*)"
+        r"|^zsh: killed\s+(?P<zsh_command>\S.*)|^\[\d+\]\s*[+-]?\s+(?:\d+\s+)?[Kk]illed\s+(?P<job_command>\S.*)"
+        r"|(?!exitcode\s*: -)(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b"
+        r"|Exited \(137\)|terminated with signal SIGKILL|(?<!died with <)Signals\.SIGKILL|\bsignal: killed\b)",
         [
             "=   EXIT CODE: 9",
             "=   KILLED BY SIGNAL: 9 (Killed)",
@@ -125,6 +195,16 @@ PATTERNS = (
             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
             "'main.py'] exits with return code = -9",
             "srun: error: gpu-node-07: task 3: Killed",
+            "Killed",
+            "已杀死",
+            "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
+            "zsh: killed     python train.py --bs 64",
+            "[1]    16261 killed     python3 -m llama.convert_llama --model_size 65B",
+            "[1]+  Killed                  python train.py",
+            "      Exit Code:    137",
+            "train-worker-0   Exited (137) 2 minutes ago",
+            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
+            "Error: llama runner process has terminated: signal: killed",
         ],
     ),
     pattern(
@@ -188,16 +268,21 @@ PATTERNS = (
 
 
 def signal_number(signal: Signal) -> int | None:
-    """The signal a KILLED_BY_SIGNAL line names; srun's bare `Killed` is SIGKILL."""
-    if signal.get("killed"):
+    """The signal a KILLED_BY_SIGNAL line names; srun's and a shell's `Killed`, exit code 137 are SIGKILL."""
+    if signal.get("killed") or signal.get("sigkill"):
         return int(signals_module.SIGKILL)
     number = signal.get("signal") or signal.get("launcher_signal")
     return int(number) if number.isdigit() else None
 
 
-def killed_by_launcher_report(signal: Signal) -> bool:
-    """An MPI launcher or srun reported the signal, as a shell reports `Killed`."""
-    return bool(signal.get("killed") or signal.get("launcher_signal"))
+def is_sigkill(signal: Signal) -> bool:
+    """SIGKILL, whoever reported it: the OOM killer's signal, and a timeout's or a preemption's."""
+    return signal_number(signal) == signals_module.SIGKILL
+
+
+def reported_by_shell(signal: Signal) -> bool:
+    """A shell or container runtime reported SIGKILL (`Killed`, exit code 137): the process may be any, not a worker."""
+    return bool(signal.get("sigkill"))
 
 
 def with_exceptions_without_header(signals: Sequence[Signal], read: Sequence[PythonException]) -> list[PythonException]:

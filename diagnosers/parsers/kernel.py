@@ -3,7 +3,8 @@
 The OOM killer is also reported second-hand: SLURM's step daemon and systemd count cgroup
 oom-kill events, Ray before 2.0 raised RayOutOfMemoryError. A process killed with SIGKILL (a
 shell's `Killed`, exit code 137 or -9) is usually the OOM killer's victim too, but timeouts and
-preemptions send the same signal, so that is a signal of its own and only a guess.
+preemptions send the same signal: failures.KILLED_BY_SIGNAL reads those lines, and the memory rule takes them
+only as a guess.
 SLURM's `Exceeded step memory limit at some point.` is no kill either: the cgroup's usage touched its limit once
 (page cache counts), and steps that completed print it too.
 """
@@ -17,7 +18,6 @@ GPU_FAULT = "gpu.fault"
 OOM_KILL = "kernel.oom-kill"
 OOM_REPORTED = "host.oom-reported"
 MEMORY_LIMIT_TOUCHED = "host.memory-limit-touched"
-SIGKILLED = "process.sigkilled"
 PROCESS_CRASH = "process.crash"
 
 PATTERNS = (
@@ -123,40 +123,6 @@ PATTERNS = (
             "[ 9001.1] python[4242]: segfault at 0 ip 00007f3c sp 00007ffd error 4 in libc.so.6",
             "Fatal Python error: Segmentation fault",
             "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
-        ],
-    ),
-    # After PROCESS_CRASH: the regex fallback reports the first needle listed where two start at one place, and
-    # "exit code 139" must win over "exit code".
-    pattern(
-        SIGKILLED,
-        [
-            "Killed",
-            "zsh: killed",
-            "exit code",
-            "exit status",
-            "exited with code",
-            "exitcode",
-            "Exit code",
-            "Exit Code",
-            "exitCode",
-            "Exited (137)",
-            "signal SIGKILL",
-            "Signals.SIGKILL",
-        ],
-        # A shell reports its SIGKILLed child as a line of its own: `Killed`, bash's job line
-        # `script: line 28:  8156 Killed    python3 main.py`, zsh's `zsh: killed  python`. A `Killed` inside
-        # other text ("Killed process", "Killed 3 workers") is not one.
-        r"^\s*Killed\s*$|: line \d+:\s+\d+ Killed\s+(?P<command>\S.*)|^zsh: killed\s+(?P<zsh_command>\S.*)"
-        r"|(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b|Exited \(137\)"
-        r"|terminated with signal SIGKILL|Signals\.SIGKILL",
-        [
-            "Killed",
-            "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
-            "zsh: killed     python train.py --bs 64",
-            "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2481) of binary",
-            "      Exit Code:    137",
-            "train-worker-0   Exited (137) 2 minutes ago",
-            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
         ],
     ),
 )

@@ -9,8 +9,6 @@ point` proves no kill (completed steps print it): it only firms up that guess.
 
 from __future__ import annotations
 
-from signal import SIGKILL
-
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
 from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
@@ -89,12 +87,7 @@ def _host_oom(evidence: Evidence) -> Finding | None:
 def _sigkilled(evidence: Evidence) -> Finding | None:
     """A SIGKILL with no word of memory: most often the OOM killer, so say it, but only where nothing else
     explains the failure (a timeout or a preemption sends the same signal)."""
-    launched = [
-        signal
-        for signal in evidence.of(failures.KILLED_BY_SIGNAL)
-        if failures.killed_by_launcher_report(signal) and failures.signal_number(signal) == SIGKILL
-    ]
-    signals = [*evidence.of(kernel.SIGKILLED), *launched]
+    signals = [signal for signal in evidence.of(failures.KILLED_BY_SIGNAL) if failures.is_sigkill(signal)]
     if not signals:
         return None
     touched = evidence.of(kernel.MEMORY_LIMIT_TOUCHED)

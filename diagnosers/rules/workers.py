@@ -44,8 +44,8 @@ def _dataloader(evidence: Evidence) -> Finding | None:
     signals = evidence.of(cuda.PYTORCH_DATALOADER)
     if not signals:
         return None
-    texts = " ".join(signal.quote.text for signal in signals)
-    shm = any(marker in texts for marker in ("Bus error", "bus error", "shared memory", "shm", "/torch_"))
+    texts = " ".join(signal.quote.text for signal in signals).lower()
+    shm = any(marker in texts for marker in ("bus error", "shared memory", "shm", "/torch_"))
     cause = (
         "its shared memory (/dev/shm) is too small: containers get 64 MB by default"
         if shm
@@ -67,7 +67,7 @@ def _worker_died(evidence: Evidence) -> Finding | None:
     ]
     died = [*actors, *evidence.of(ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP)]
     evicted = [signal for signal in evidence.of(k8s_text.EVICTED) if "memory" not in signal.quote.text]
-    killed = evidence.of(failures.KILLED_BY_SIGNAL)
+    killed = [signal for signal in evidence.of(failures.KILLED_BY_SIGNAL) if not failures.reported_by_shell(signal)]
     signals = [*died, *evicted, *killed]
     if not signals:
         return None

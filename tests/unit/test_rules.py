@@ -575,6 +575,21 @@ def test_a_sigkilled_process_is_a_guess_at_host_oom_only_when_nothing_else_expla
     assert [one.id for one in explained.findings] == ["xid-error"]
 
 
+@pytest.mark.parametrize(
+    "killed",
+    [
+        "已杀死",
+        "Getötet",
+        "[1]    16261 killed     python3 -m llama.convert_llama --model_size 65B",
+        "Error: llama runner process has terminated: signal: killed",
+    ],
+)
+def test_a_shells_or_runtimes_sigkill_report_in_its_own_words_is_a_guess_at_host_oom_not_a_worker(tmp_path, killed):
+    # A shell names no worker: the process it lost may be the whole job.
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/train.log": f"step 10 loss=1.2\n{killed}\n"}))).findings
+    assert [one.id for one in findings] == ["host-oom"]
+
+
 def test_a_word_killed_inside_other_text_is_no_sigkill(tmp_path):
     log = "Killed 3 idle workers to free slots\nKilled process group cleanly\nstep 10 loss=1.2\n"
     assert not diagnose(load_bundle(make(tmp_path, {"logs/train.log": log}))).findings
