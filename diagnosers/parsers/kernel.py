@@ -145,12 +145,15 @@ PATTERNS = (
         ],
         # A shell reports its SIGKILLed child as a line of its own: `Killed`, bash's job line
         # `script: line 28:  8156 Killed    python3 main.py`, zsh's `zsh: killed  python`. A `Killed` inside
-        # other text ("Killed process", "Killed 3 workers") is not one.
-        r"^\s*Killed\s*$|: line \d+:\s+\d+ Killed\s+(?P<command>\S.*)|^zsh: killed\s+(?P<zsh_command>\S.*)"
+        # other text ("Killed process", "Killed 3 workers") is not one, but one glued to the tqdm bar that held the
+        # cursor (`4/8 [02:10<02:22, 35.73s/it]Killed`) is.
+        r"^\s*Killed\s*$|(?<=\])Killed\s*$|: line \d+:\s+\d+ Killed\s+(?P<command>\S.*)"
+        r"|^zsh: killed\s+(?P<zsh_command>\S.*)"
         r"|(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b|Exited \(137\)"
         r"|terminated with signal SIGKILL|Signals\.SIGKILL",
         [
             "Killed",
+            "Loading checkpoint shards:  38%|███▊      | 3/8 [00:02<00:03,  1.28it/s]Killed",
             "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
             "zsh: killed     python train.py --bs 64",
             "torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2481) of binary",
