@@ -176,7 +176,8 @@ PATTERNS = (
             "unable to write to file </torch_",
             "Communication with the workers is no longer possible",
         ],
-        r"DataLoader worker \(pid(?:\(s\))? (?P<pid>[\d, ]+)\) (?:is killed by signal: (?P<signal>[\w ]+?)\.?"
+        # Retyped from a screenshot the `(pid N)` is often left out.
+        r"DataLoader worker (?:\(pid(?:\(s\))? (?P<pid>[\d, ]+)\) )?(?:is killed by signal: (?P<signal>[\w ]+?)\.?"
         r"(?:\s|$)|exited unexpectedly)"
         r"|Unexpected (?P<fault>bus error|segmentation fault) encountered in worker"
         r"|DataLoader timed out after (?P<timeout_s>\d+) seconds"
@@ -186,6 +187,7 @@ PATTERNS = (
             "RuntimeError: DataLoader worker (pid 4012) is killed by signal: Bus error. It is possible that "
             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
             "RuntimeError: DataLoader worker (pid(s) 812, 813) exited unexpectedly",
+            "RuntimeError: DataLoader worker is killed by signal: Bus error",
             "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
             "memory (shm).",
             "Unexpected bus ERROR encountered in worker. This might be caused by insufficient Shared memory (SHM)",

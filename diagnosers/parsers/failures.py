@@ -180,10 +180,11 @@ PATTERNS = (
         r"(?:^=\s+EXIT CODE: (?=(?:6|7|9|11)\s*$)|^=\s+KILLED BY SIGNAL: |EXIT STRING: .*\(signal (?=\d+\))"
         r"|\bexited on signal |exits with return code = -(?!15\b))(?!2\b)(?P<launcher_signal>\d+)"
         r"|^srun: error: \S+: tasks? [\d,-]+: (?P<killed>Killed)\s*$"
-        # SIGKILL in a shell's words (a `Killed` inside other text, "Killed process", is none), as exit code 137
-        # (128 + 9) or -9, and in Go's and multiprocessing's words; torchrun's exitcode and subprocess's
-        # `died with` are the pattern above.
-        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})\s+(?P<command>\S.*)"
+        # SIGKILL in a shell's words (a `Killed` inside other text, "Killed process", is none, but one glued to the
+        # tqdm bar that held the cursor, `35.73s/it]Killed`, is), as exit code 137 (128 + 9) or -9, and in Go's and
+        # multiprocessing's words; torchrun's exitcode and subprocess's `died with` are the pattern above.
+        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|(?<=\])Killed\s*$"
+        rf"|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})\s+(?P<command>\S.*)"
         r"|^zsh: killed\s+(?P<zsh_command>\S.*)|^\[\d+\]\s*[+-]?\s+(?:\d+\s+)?[Kk]illed\s+(?P<job_command>\S.*)"
         r"|(?!exitcode\s*: -)(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b"
         r"|Exited \(137\)|terminated with signal SIGKILL|(?<!died with <)Signals\.SIGKILL|\bsignal: killed\b)",
@@ -196,6 +197,7 @@ PATTERNS = (
             "'main.py'] exits with return code = -9",
             "srun: error: gpu-node-07: task 3: Killed",
             "Killed",
+            "Loading checkpoint shards:  38%|███▊      | 3/8 [00:02<00:03,  1.28it/s]Killed",
             "已杀死",
             "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py",
             "zsh: killed     python train.py --bs 64",

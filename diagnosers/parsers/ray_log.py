@@ -35,6 +35,7 @@ PATTERNS = (
             "ray.exceptions.OutOfMemoryError",
             "kill details",
             "exceeded threshold of",
+            "address the out of memory issue",
         ],
         r"(?P<what>Task was killed due to the node running low on memory"
         r"|[1-9]\d* worker\(s\) were killed due to the node running low on memory"
@@ -42,7 +43,9 @@ PATTERNS = (
         r"|Memory usage \d+B exceeded threshold of \d+B"
         r"|which exceeds the memory usage threshold of [\d.]+"
         r"|\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)"
-        r"|ray\.exceptions\.OutOfMemoryError)"
+        r"|ray\.exceptions\.OutOfMemoryError"
+        # The advice closing the kill report: a paste of a job's truncated log tail may keep only this.
+        r"|Refer to the documentation on how to address the out of memory issue: \S*ray-oom-prevention)"
         r"(?:.*?Memory on the node \(IP: (?P<ip>[\d.]+))?",
         [
             "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
@@ -58,6 +61,8 @@ PATTERNS = (
             "(raylet) [2024-05-01 10:00:00,000 E 1 1] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
             "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 3fa, IP: "
             "10.0.0.5) over the last time period.",
+            "(ActorModelRayActor pid=8249) Refer to the documentation on how to address the out of memory issue: "
+            "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more",
         ],
     ),
     pattern(
