@@ -2,8 +2,9 @@
 
 Reads: PyTorch watchdog and heartbeat lines (or only the watchdog's `checkTimeout` C++ frames), Horovod's stall
 inspector (the ranks that reached a collective waiting for the ones that did not), NCCL WARN lines,
-`ncclSystemError`/`ncclRemoteError`, and NCCL INFO init lines (`Using network`, `Channel ... via`,
-`NCCL_*_DISABLE set by environment`, `NCCL_IB_*` settings, network plugins that failed to start).
+`ncclSystemError`/`ncclRemoteError`, Gloo's lost or never-made connections, and NCCL INFO init lines
+(`Using network`, `Channel ... via`, `NCCL_*_DISABLE set by environment`, `NCCL_IB_*` settings, network plugins
+that failed to start).
 A timeout on every rank but one usually points at that one rank; the detail says so.
 """
 
@@ -127,6 +128,11 @@ def _network_error(evidence: Evidence) -> Finding | None:
             f" NCCL could not even open its own socket ({local.get('local')[:120]}): the address it picked is not "
             "usable on this host, as an IPv6 link-local (fe80::…%ib0) or a down or virtual interface is not. Set "
             "NCCL_SOCKET_IFNAME to the interface with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
+        )
+    if any(warning.get("gloo") or warning.get("gloo_mesh") for warning in warnings):
+        detail += (
+            " Gloo (the CPU process group) chooses its interface apart from NCCL: set GLOO_SOCKET_IFNAME to one "
+            "concrete interface that every rank can reach; unlike NCCL_SOCKET_IFNAME it takes no `^` exclusion list."
         )
     confidence = 0.85 if warnings else 0.6
     return finding(
