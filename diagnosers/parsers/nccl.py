@@ -204,7 +204,7 @@ PATTERNS = (
         # socket or proxy messages with no prefix of its own.
         r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
         r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*"
-        r"|Net\s*:\s*(?:Connection|Call to)\b.*"
+        r"|Net\s*:\s*(?:Connection (?:closed|reset|refused|timed out)|Call to \w+\b.*failed)\b.*"
         r"|\[Service thread\] Error encountered progressing operation=Connect\b.*)|"
         # An IB work completion that failed, in any plugin's tag (NET/IB, NET/IBext, NET/IBP), quoted anywhere.
         r"(?P<completion>NET/IB\w*\s*:\s*Got completion (?:from peer \S+ )?with (?:status=|error )\d+.*)|"
