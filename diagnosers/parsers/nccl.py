@@ -186,6 +186,8 @@ PATTERNS = (
             "Net : Call to",
             "Error encountered progressing operation=Connect",
             "connectFullMesh failed",
+            "no socket interface found",
+            "neither AF_INET",
         ],
         # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL; a line that ends in `retrying` is a
         # connect that NCCL tries again (it fails later with its own line if it never succeeds).
@@ -198,8 +200,12 @@ PATTERNS = (
         rf"NET/(?!Plugin)\w+\s*:?\s(?!.*{_PLUGIN_INIT_FAILED}).*(?:error|failed|closed|timeout|unable|couldn't|"
         r"could not)|ibv_\w+|"
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
-        r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
+        r"Network is unreachable|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
+        # No interface to open a socket on (none matches NCCL_SOCKET_IFNAME): a WARN, or NCCL's own words anywhere, as
+        # after `Last error:` behind any launcher's prefix.
+        r"(?:NCCL WARN .*?|\.(?:cc|cu|h|c):\d+ WARN .*?)(?P<interface>[Nn]o (?:socket )?interface found.*)|"
+        r"(?P<no_interface>Bootstrap\s*:\s*no socket interface found.*|ncclSocket\w*\s*:.*\bneither AF_INET\b.*)|"
         # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it: one of its
         # socket or proxy messages with no prefix of its own.
         r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
@@ -237,6 +243,8 @@ PATTERNS = (
             "(Send)",
             "Net : Connection closed by remote peer user<50260>",
             "[Service thread] Error encountered progressing operation=Connect, res=3, closing connection",
+            "[rank0]: Bootstrap : no socket interface found",
+            "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
             "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "
             "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
         ],

@@ -117,7 +117,7 @@ def _network_error(evidence: Evidence) -> Finding | None:
     if not warnings and not system:
         return None
     first = (warnings or system)[0]
-    local = next((warning for warning in warnings if warning.get("local")), None)
+    local = next((warning for warning in warnings if _own_socket_failure(warning)), None)
     detail = (
         f"NCCL lost or could not open a connection between ranks{where(warnings or system)}. "
         "Check that NCCL_SOCKET_IFNAME names an interface every pod can reach, that IB/EFA devices are "
@@ -125,9 +125,10 @@ def _network_error(evidence: Evidence) -> Finding | None:
     )
     if local is not None:
         detail += (
-            f" NCCL could not even open its own socket ({local.get('local')[:120]}): the address it picked is not "
-            "usable on this host, as an IPv6 link-local (fe80::…%ib0) or a down or virtual interface is not. Set "
-            "NCCL_SOCKET_IFNAME to the interface with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
+            f" NCCL could not even open its own socket ({_own_socket_failure(local)[:120]}): "
+            "no interface matches NCCL_SOCKET_IFNAME, or the address it picked is not usable on this host, as an IPv6 "
+            "link-local (fe80::…%ib0) or a down or virtual interface is not. Set NCCL_SOCKET_IFNAME to the interface "
+            "with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
         )
     if any(warning.get("gloo") or warning.get("gloo_mesh") for warning in warnings):
         detail += (
@@ -143,6 +144,11 @@ def _network_error(evidence: Evidence) -> Finding | None:
         detail,
         signals=[first, *warnings, *system],
     )
+
+
+def _own_socket_failure(warning: Signal) -> str:
+    """What NCCL said when it could not open a socket on this host at all: no interface to use, or one it can't bind."""
+    return warning.get("local") or warning.get("interface") or warning.get("no_interface")
 
 
 def _slow_transport(evidence: Evidence) -> Finding | None:
