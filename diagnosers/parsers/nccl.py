@@ -178,23 +178,44 @@ PATTERNS = (
             "socketFinalizeAccept",
             "Connection closed by peer",
             "Connection reset by peer",
+            # NCCL 2.0-2.3 wrote `include/socket.h:371 WARN ...` without the word NCCL.
+            "WARN Connection closed",
+            "WARN Socket creation failed",
+            "Got completion from peer",
+            "Net : Connection",
+            "Net : Call to",
+            "Error encountered progressing operation=Connect",
+            "connectFullMesh failed",
+            "no socket interface found",
+            "neither AF_INET",
         ],
         # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL; a line that ends in `retrying` is a
         # connect that NCCL tries again (it fails later with its own line if it never succeeds).
         r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) (?!.*retrying\W*$).*(?P<what>(?i:Connection closed|"
         r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
-        r"Call to (?:connect|recv|send|accept) failed|(?P<local>Call to (?:bind|listen|socket|getsockname)\b.*failed)|"
+        r"Call to (?:connect|recv|send|accept) failed|"
+        r"(?P<local>Call to (?:bind|listen|socket|getsockname)\b.*failed|Socket creation failed\b.*)|"
         r"socket(?:Progress(?:Opt)?|Poll\w*|StartConnect|FinalizeAccept|Connect|Accept|Listen)\b|Socket recv failed|"
         r"Socket Timeout|Net : |(?<=socket\.)(?:cc|h):\d+ (?:NCCL )?WARN .*failed\s*:\s*\w|"
         rf"NET/(?!Plugin)\w+\s*:?\s(?!.*{_PLUGIN_INIT_FAILED}).*(?:error|failed|closed|timeout|unable|couldn't|"
         r"could not)|ibv_\w+|"
         r"IBV_WC_\w+|Got completion|transport retry counter exceeded|fi_\w+|No route to host|"
-        r"Network is unreachable|No socket interface found|No interface found|Message truncated))|"
+        r"Network is unreachable|Message truncated))|"
         r"(?P<remote>remote process exited or there was a network error|ncclRemoteError)|"
-        # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it.
+        # No interface to open a socket on (none matches NCCL_SOCKET_IFNAME): a WARN, or NCCL's own words anywhere, as
+        # after `Last error:` behind any launcher's prefix.
+        r"(?:NCCL WARN .*?|\.(?:cc|cu|h|c):\d+ WARN .*?)(?P<interface>[Nn]o (?:socket )?interface found.*)|"
+        r"(?P<no_interface>Bootstrap\s*:\s*no socket interface found.*|ncclSocket\w*\s*:.*\bneither AF_INET\b.*)|"
+        # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it: one of its
+        # socket or proxy messages with no prefix of its own.
         r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
-        r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*)|"
-        r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)",
+        r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*"
+        r"|Net\s*:\s*(?:Connection (?:closed|reset|refused|timed out)|Call to \w+\b.*failed)\b.*"
+        r"|\[Service thread\] Error encountered progressing operation=Connect\b.*)|"
+        # An IB work completion that failed, in any plugin's tag (NET/IB, NET/IBext, NET/IBP), quoted anywhere.
+        r"(?P<completion>NET/IB\w*\s*:\s*Got completion (?:from peer \S+ )?with (?:status=|error )\d+.*)|"
+        r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)"
+        r"|(?P<gloo_mesh>Gloo connectFullMesh failed\b.*)",
         [
             "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
             "h2:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h3<4000>",
@@ -216,6 +237,16 @@ PATTERNS = (
             "h8:1:1 [0] misc/socket.cc:420 NCCL WARN socketListen: Call to listen failed : Address already in use",
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
             "[10.0.0.3]:62110",
+            "node-a:17283:17549 [3] include/socket.h:371 WARN Connection closed by remote peer",
+            "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
+            "NET/IBP:Got completion from peer 10.6.13.83<36315> with status=12 opcode=32698 len=32696 vendor err 129 "
+            "(Send)",
+            "Net : Connection closed by remote peer user<50260>",
+            "[Service thread] Error encountered progressing operation=Connect, res=3, closing connection",
+            "[rank0]: Bootstrap : no socket interface found",
+            "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+            "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "
+            "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
         ],
     ),
     pattern(

@@ -2,8 +2,9 @@
 
 Reads: PyTorch watchdog and heartbeat lines (or only the watchdog's `checkTimeout` C++ frames), Horovod's stall
 inspector (the ranks that reached a collective waiting for the ones that did not), NCCL WARN lines,
-`ncclSystemError`/`ncclRemoteError`, and NCCL INFO init lines (`Using network`, `Channel ... via`,
-`NCCL_*_DISABLE set by environment`, `NCCL_IB_*` settings, network plugins that failed to start).
+`ncclSystemError`/`ncclRemoteError`, Gloo's lost or never-made connections, and NCCL INFO init lines
+(`Using network`, `Channel ... via`, `NCCL_*_DISABLE set by environment`, `NCCL_IB_*` settings, network plugins
+that failed to start).
 A timeout on every rank but one usually points at that one rank; the detail says so.
 """
 
@@ -116,7 +117,7 @@ def _network_error(evidence: Evidence) -> Finding | None:
     if not warnings and not system:
         return None
     first = (warnings or system)[0]
-    local = next((warning for warning in warnings if warning.get("local")), None)
+    local = next((warning for warning in warnings if _own_socket_failure(warning)), None)
     detail = (
         f"NCCL lost or could not open a connection between ranks{where(warnings or system)}. "
         "Check that NCCL_SOCKET_IFNAME names an interface every pod can reach, that IB/EFA devices are "
@@ -124,9 +125,15 @@ def _network_error(evidence: Evidence) -> Finding | None:
     )
     if local is not None:
         detail += (
-            f" NCCL could not even open its own socket ({local.get('local')[:120]}): the address it picked is not "
-            "usable on this host, as an IPv6 link-local (fe80::…%ib0) or a down or virtual interface is not. Set "
-            "NCCL_SOCKET_IFNAME to the interface with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
+            f" NCCL could not even open its own socket ({_own_socket_failure(local)[:120]}): "
+            "no interface matches NCCL_SOCKET_IFNAME, or the address it picked is not usable on this host, as an IPv6 "
+            "link-local (fe80::…%ib0) or a down or virtual interface is not. Set NCCL_SOCKET_IFNAME to the interface "
+            "with the routable address (and NCCL_SOCKET_FAMILY=AF_INET for IPv4)."
+        )
+    if any(warning.get("gloo") or warning.get("gloo_mesh") for warning in warnings):
+        detail += (
+            " Gloo (the CPU process group) chooses its interface apart from NCCL: set GLOO_SOCKET_IFNAME to one "
+            "concrete interface that every rank can reach; unlike NCCL_SOCKET_IFNAME it takes no `^` exclusion list."
         )
     confidence = 0.85 if warnings else 0.6
     return finding(
@@ -137,6 +144,11 @@ def _network_error(evidence: Evidence) -> Finding | None:
         detail,
         signals=[first, *warnings, *system],
     )
+
+
+def _own_socket_failure(warning: Signal) -> str:
+    """What NCCL said when it could not open a socket on this host at all: no interface to use, or one it can't bind."""
+    return warning.get("local") or warning.get("interface") or warning.get("no_interface")
 
 
 def _slow_transport(evidence: Evidence) -> Finding | None:

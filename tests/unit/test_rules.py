@@ -249,14 +249,23 @@ def test_socket_network_on_a_communicator_of_one_node_is_not_slow(tmp_path):
     assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
 
 
-def test_nccl_failing_to_bind_its_own_socket_points_at_the_interface(tmp_path):
-    files = {
-        "logs/a.log": "nd20-01:1:1 [0] NCCL INFO Bootstrap : Using ib0:fe80::ba59:9f03:fc:765c%ib0<0>\n"
-        "nd20-01:1:1 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested address\n"
-    }
-    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+INTERFACE_ADVICE = {
+    # NCCL cannot bind its own socket to an IPv6 link-local address
+    "NCCL_SOCKET_IFNAME to the interface": "nd20-01:1:1 [0] NCCL INFO Bootstrap : Using "
+    "ib0:fe80::ba59:9f03:fc:765c%ib0<0>\n"
+    "nd20-01:1:1 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested address\n",
+    # Gloo's CPU group cannot connect its mesh: its interface is set apart from NCCL's
+    "GLOO_SOCKET_IFNAME": "(RayWorkerWrapper pid=933, ip=10.0.0.5) [rank1]:[E528 08:52:46.164295950 "
+    "ProcessGroupGloo.cpp:145] Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/"
+    "pair.cc:144] no error\n",
+}
+
+
+@pytest.mark.parametrize("advice", sorted(INTERFACE_ADVICE))
+def test_a_connection_the_host_cannot_make_points_at_the_interface_setting(tmp_path, advice):
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/a.log": INTERFACE_ADVICE[advice]})))
     network = next(one for one in diagnosis.findings if one.id == "nccl-network-error")
-    assert "NCCL_SOCKET_IFNAME to the interface" in network.detail
+    assert advice in network.detail
 
 
 def test_primary_cause_comes_before_its_consequences(tmp_path):
