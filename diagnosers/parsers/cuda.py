@@ -21,7 +21,12 @@ PATTERNS = (
         OUT_OF_MEMORY,
         [
             "CUDA out of memory",
-            "CUDA error: out of memory",
+            "rror: out of memory",
+            "runtime error (2) : out of memory",
+            "failed: out of memory",
+            "(2 vs. 0)",
+            "OutOfMemoryError: ",
+            "hipErrorOutOfMemory",
             "CUDA_ERROR_OUT_OF_MEMORY",
             "cudaErrorMemoryAllocation",
             "CUBLAS_STATUS_ALLOC_FAILED",
@@ -41,7 +46,13 @@ PATTERNS = (
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
         r"(?:.*?(?:of which|;) (?P<free>[\d.]+ [KMGT]i?B) (?:is )?free)?"
         r"(?:.*?(?P<reserved_unallocated>[\d.]+ [KMGT]i?B) is reserved by PyTorch but unallocated)?"
-        r"|(?:Error|Exception)\)?: CUDA (?:error: )?out of memory(?!\. Tried)"
+        r"|(?:Error|Exception)\)?: CUDA (?:(?:driver )?error: )?out of memory(?!\. Tried)"
+        # Every generation's words: PyTorch 0.4's `cuda runtime error (2)`, darknet's `CUDA Error: out of memory`,
+        # MXNet's and Caffe's cudaMalloc checks, and torch's own OutOfMemoryError whatever its message (a
+        # per-process memory fraction says `Allocation on device 0 would exceed allowed memory`).
+        r"|cuda runtime error \(2\) : out of memory|CUDA [Ee]rror: out of memory|hipErrorOutOfMemory"
+        r"|cudaMalloc(?: retry)? failed: out of memory|error == cudaSuccess \(2 vs\. 0\)\s+out of memory"
+        r"|\btorch\.(?:cuda\.)?OutOfMemoryError: (?!CUDA out of memory\. Tried)"
         r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
         r"|RESOURCE_EXHAUSTED: Out of memory|Cuda failure (?:2 )?'out of memory'|CUDNN_STATUS_ALLOC_FAILED"
         r"|OOM when allocating tensor|No available memory for the cache blocks"
@@ -58,6 +69,13 @@ PATTERNS = (
             "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; "
             "14.1 GiB already allocated; 3.19 MiB free; 14.4 GiB reserved in total by PyTorch)",
             "RuntimeError: CUDA error: out of memory",
+            "RuntimeError: CUDA driver error: out of memory",
+            "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58",
+            "CUDA Error: out of memory",
+            "mxnet.base.MXNetError: [10:00:00] src/storage/./pooled_storage_manager.h:157: cudaMalloc failed: out of "
+            "memory",
+            "F0101 10:00:00.000000 1234 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
+            "torch.cuda.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)",
             "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
             "4294967296 bytes.",
             "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
@@ -114,6 +132,8 @@ PATTERNS = (
             "available devices to be zero",
             "Failed to initialize NVML",
             "Unexpected error from cudaGetDeviceCount",
+            "CUDA driver initialization failed",
+            "is/are busy or unavailable",
             "No devices found. Waiting indefinitely",
             "could not select device driver",
             "No NVIDIA GPU found",
@@ -133,7 +153,9 @@ PATTERNS = (
         r"|could not load NVML library|did you configure the NVIDIA Container Toolkit"
         r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero"
         r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
-        r"|No devices found\. Waiting indefinitely|could not select device driver .*)",
+        r"|No devices found\. Waiting indefinitely|could not select device driver .*"
+        # A device another process holds in exclusive mode, or that the driver could not bring up.
+        r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -153,6 +175,8 @@ PATTERNS = (
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
             "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!",
             "AssertionError: Torch not compiled with CUDA enabled",
+            "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+            "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
             "installed a driver from http://www.nvidia.com/Download/index.aspx",
         ],
@@ -174,6 +198,7 @@ PATTERNS = (
             "DataLoader timed out",
             "unable to open shared memory",
             "unable to write to file </torch_",
+            "bytes from file </torch_",
             "Communication with the workers is no longer possible",
         ],
         # Retyped from a screenshot the `(pid N)` is often left out.
@@ -182,6 +207,7 @@ PATTERNS = (
         r"|Unexpected (?P<fault>bus error|segmentation fault) encountered in worker"
         r"|DataLoader timed out after (?P<timeout_s>\d+) seconds"
         r"|unable to open shared memory object|unable to write to file </torch_\w+>"
+        r"|unable to mmap \d+ bytes from file </torch_\w+>"
         r"|Communication with the workers is no longer possible",
         [
             "RuntimeError: DataLoader worker (pid 4012) is killed by signal: Bus error. It is possible that "
@@ -191,6 +217,8 @@ PATTERNS = (
             "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
             "memory (shm).",
             "Unexpected bus ERROR encountered in worker. This might be caused by insufficient Shared memory (SHM)",
+            "RuntimeError: unable to mmap 1048576 bytes from file </torch_2362_1823389071_0>: Cannot allocate memory "
+            "(12)",
         ],
         # People retype these messages into issues (through translators, too) with the capitals changed.
         caseless=True,

@@ -214,7 +214,7 @@ PATTERNS = (
         ["Error:", "Exception:", "Interrupt:", "Exit:", "Error):", "Exception):"],
         # A class name, not prose: `Error: 0 warnings` has no name before the suffix, a docstring's `Raises:`
         # entry is indented.
-        r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)(?:\([\w.]+\))?)"
+        r"^(?P<type>(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)(?:\([\w.]+\))?)"
         r":(?: (?P<message>.*))?$",
         [
             "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",

@@ -84,6 +84,8 @@ PATTERNS = (
             "Error pulling image",
             "error pulling image configuration",
             "toomanyrequests",
+            "InspectFailed",
+            "couldn't parse image reference",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
         r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
@@ -97,7 +99,9 @@ PATTERNS = (
         r"|failed to register layer: .*no space left on device.*|Error pulling image .*"
         # the docker CLI when the image's config blob cannot be fetched (registry auth, network)
         r"|error pulling image configuration: .*"
-        r"|toomanyrequests: You have reached your pull rate limit.*)",
+        r"|toomanyrequests: You have reached your pull rate limit.*"
+        # the kubelet on a name no registry could serve (upper case, a stray space)
+        r"|\bInspectFailed\b.*|couldn't parse image reference .*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
             "NotFound desc = failed to pull and unpack image",
@@ -114,6 +118,8 @@ PATTERNS = (
             "and upgrading: https://www.docker.com/increase-rate-limit",
             "Mar 13 15:19:00 k8s-master-0 docker[6947]: /usr/bin/docker: error pulling image configuration: "
             "unauthorized: Requested repository does not match bearer token resource: hyperkube-amd64.",
+            '  Warning  InspectFailed  1m  kubelet  Failed to apply default image tag "MyImage:Latest": couldn\'t '
+            'parse image reference "MyImage:Latest": invalid reference format: repository name must be lowercase',
         ],
     ),
     pattern(

@@ -18,6 +18,7 @@ GPU_FAULT = "gpu.fault"
 OOM_KILL = "kernel.oom-kill"
 OOM_REPORTED = "host.oom-reported"
 MEMORY_LIMIT_TOUCHED = "host.memory-limit-touched"
+ALLOCATION_FAILED = "host.allocation-failed"
 PROCESS_CRASH = "process.crash"
 
 PATTERNS = (
@@ -35,16 +36,27 @@ PATTERNS = (
     ),
     pattern(
         GPU_FAULT,
-        ["fallen off the bus", "uncorrectable ECC error", "GPU is lost", "ECC error"],
+        [
+            "fallen off the bus",
+            "uncorrectable ECC error",
+            "GPU is lost",
+            "ECC error",
+            "uncorrectable NVLink error",
+            "Unable to determine the device handle for GPU",
+        ],
         # Driver 570 splits "The NVIDIA GPU ... / NVRM: fallen off the bus" over lines, without "has".
         r"(?P<what>(?:has |NVRM: )fallen off the bus|uncorrectable ECC error encountered|GPU is lost"
-        r"|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE)",
+        r"|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|uncorrectable NVLink error detected"
+        # nvidia-smi on a GPU the driver lost (it names the reason, `GPU is lost` or `Unknown Error`).
+        r"|Unable to determine the device handle for GPU [\w:.]+: .*)",
         [
             "NVRM: GPU at PCI:0000:3b:00: GPU-2d7e has fallen off the bus.",
             "               NVRM: fallen off the bus and is not responding to commands.",
             "RuntimeError: CUDA error: uncorrectable ECC error encountered",
             "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to "
             "recover this GPU",
+            "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error",
+            "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
         ],
     ),
     pattern(
@@ -112,6 +124,35 @@ PATTERNS = (
         [
             "slurmstepd: error: Exceeded step memory limit at some point.",
             "slurmstepd: Exceeded job memory limit at some point.",
+        ],
+    ),
+    # A process that asked for host memory and was refused: PyTorch's CPU allocator, numpy, C++'s bad_alloc, errno 12
+    # from a syscall or a shell's fork. Not InfiniBand's `ibv_reg_mr ... Cannot allocate memory` (the memlock
+    # limit, NCCL's business) nor torch's shared-memory mmap (a DataLoader's /dev/shm).
+    pattern(
+        ALLOCATION_FAILED,
+        [
+            "DefaultCPUAllocator: ",
+            "Unable to allocate",
+            "std::bad_alloc",
+            "[Errno 12] Cannot allocate memory",
+            "fork: Cannot allocate memory",
+        ],
+        r"(?P<what>DefaultCPUAllocator: (?:can't allocate memory|not enough memory)\b.*"
+        r"|MemoryError: Unable to allocate [\d.]+ [KMGTP]?i?B for an array\b.*"
+        r"|(?:instance of '|what\(\):\s+)std::bad_alloc\b.*"
+        r"|\[Errno 12\] Cannot allocate memory.*|\bfork: Cannot allocate memory.*)",
+        [
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: "
+            "you tried to allocate 4294967296 bytes. Error code 12 (Cannot allocate memory)",
+            "RuntimeError: [enforce fail at CPUAllocator.cpp:64] . DefaultCPUAllocator: can't allocate memory: you "
+            "tried to allocate 1073741824 bytes. Error code 12 (Cannot allocate memory)",
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.58 GiB for an array with shape "
+            "(480000, 1000) and data type float64",
+            "terminate called after throwing an instance of 'std::bad_alloc'",
+            "  what():  std::bad_alloc",
+            "OSError: [Errno 12] Cannot allocate memory",
+            "/usr/bin/bash: fork: Cannot allocate memory",
         ],
     ),
     pattern(

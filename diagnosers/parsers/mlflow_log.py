@@ -34,7 +34,7 @@ PATTERNS = (
         rf"{_REFUSING_STATUS}).*"
         r"|(?:Max retries exceeded|Connection refused|Failed to establish a new connection|Name or service not known"
         rf"|Read timed out|Temporary failure in name resolution|TEMPORARILY_UNAVAILABLE|error code {_REFUSING_STATUS}"
-        rf"|too many {_REFUSING_STATUS} error responses|to the tracking server has failed"
+        rf"|too many {_REFUSING_STATUS} error responses|to the tracking server has failed|RestException: INTERNAL_ERROR"
         # A translated message keeps urllib3's names: the pool that gave up, the retry's cause.
         r"|HTTPS?ConnectionPool\(host=|ResponseError\().*)",
         [
@@ -47,6 +47,7 @@ PATTERNS = (
             # MLflow 0.9 (/preview/ paths, no "error" before the code)
             "2019/06/19 10:12:53 ERROR mlflow.utils.rest_utils: API request to https://mlflow.example.com/api/2.0/"
             "preview/mlflow/runs/log-parameter failed with code 500 != 200, retrying up to 1 more times.",
+            "mlflow.exceptions.RestException: INTERNAL_ERROR: Response: {'error_code': 'INTERNAL_ERROR'}",
             "2025/04/23 21:10:54 WARNING mlflow.models.model: Logging model metadata to the tracking server has "
             "failed. The model artifacts have been logged successfully under s3://bucket/1/artifacts.",
             "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=5, read=4, redirect=5, status=5)) after "

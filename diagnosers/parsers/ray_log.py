@@ -78,10 +78,16 @@ PATTERNS = (
             "Workers crashed due to other reasons",
             "LocalRayletDiedError",
             "RayletError",
+            "OwnerDiedError",
+            "lost due to node failure",
             "local raylet died",
             "state: DEAD",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
+        # A task that raised because the actor it called died, and an object lost with the worker or node that held
+        # it (its owner exited, or every copy was on a node that failed).
+        r"|RayTaskError\((?:ActorDiedError|RayActorError|WorkerCrashedError)\)"
+        r"|ray\.exceptions\.OwnerDiedError\b|ObjectLostError: .*lost due to node failure"
         r"|The task's local raylet died"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
@@ -94,6 +100,11 @@ PATTERNS = (
         r"|death context type=(?:CreationTaskFailure|RuntimeEnvFailed)Context))",
         [
             "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "ray.exceptions.RayTaskError(ActorDiedError): ray::TrainTrainable.train() (pid=123, ip=10.0.0.5, "
+            "actor_id=abc, repr=TorchTrainer)",
+            "ray.exceptions.OwnerDiedError: Failed to retrieve object 00ff. The object's owner has exited.",
+            "ray.exceptions.ObjectLostError: Failed to retrieve object 00ff. All copies of 00ff are lost due to node "
+            "failure.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
             "troubleshoot the problem, check the logs for the dead worker.",
             "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "
@@ -177,6 +188,7 @@ PATTERNS = (
             "Infeasible",
             "could not find a node type",
             "failed to schedule because there are not enough resources",
+            "but the cluster only has",
         ],
         # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them;
         # Ray 1.x's autoscaler ends its line at `request:` and lists the bundles on the next. The needles stop short of
@@ -189,7 +201,9 @@ PATTERNS = (
         r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request:\s*\[)"
         r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND + r"|cannot be scheduled right now\. It requires "
         r"(?P<placement>\{[^{}]*\}(?:, \{[^{}]*\})*) for (?:execution|placement)"
-        r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources",
+        r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources"
+        # Ray Tune, when no trial has started for a minute: what a trial asks for against what the cluster has.
+        r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has",
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
@@ -206,6 +220,10 @@ PATTERNS = (
             "requested resources.",
             "The actor is not schedulable: Tasks or actors with resource shapes [{GPU: 8, CPU: 1}] failed to schedule "
             "because there are not enough resources for the tasks or actors on the whole cluster.",
+            "WARNING insufficient_resources_manager.py:163 -- Ignore this message if the cluster is autoscaling. No "
+            "trial is running and no new trial has been started within the last 60 seconds. This could be due to the "
+            "cluster not having enough resources available. You asked for 8.0 CPUs and 4.0 GPUs per trial, but the "
+            "cluster only has 4.0 CPUs and 0 GPUs available.",
         ],
         wraps=True,
     ),

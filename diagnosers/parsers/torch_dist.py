@@ -115,6 +115,8 @@ PATTERNS = (
             "connect() timed out",
             "DistStoreError",
             "Socket Timeout",
+            "retrieving ncclUniqueId",
+            "Default process group has not been initialized",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
@@ -127,7 +129,11 @@ PATTERNS = (
         r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*"
         # The TCPStore client of PyTorch <= 1.10 (`connect() timed out. Original timeout was 60000 ms.`) and its
         # store operations (`Socket Timeout`, 2.4's `DistStoreError: wait timeout after 100ms, keys: ...`).
-        r"|\bconnect\(\) timed out\b.*|\bRuntimeError: Socket Timeout\b.*|DistStoreError: .*)",
+        r"|\bconnect\(\) timed out\b.*|\bRuntimeError: Socket Timeout\b.*|DistStoreError: .*"
+        # A rank that never got rank 0's NCCL id through the store (rank 0 absent, crashed or elsewhere), and a
+        # collective in a script started without any process group (plain `python` instead of a launcher).
+        r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*got error: .*"
+        r"|Default process group has not been initialized.*)",
         [
             "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
             "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
@@ -149,6 +155,10 @@ PATTERNS = (
             "  what():  connect() timed out",
             "RuntimeError: Socket Timeout",
             "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+            "RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
+            "store by key '0', but store->get('0') got error: Socket Timeout",
+            "RuntimeError: Default process group has not been initialized, please make sure to call "
+            "init_process_group.",
         ],
     ),
     pattern(

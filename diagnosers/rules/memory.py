@@ -2,7 +2,8 @@
 
 Reads: CUDA OOM messages and the traceback that raised them (was it the backward pass?), the
 Kubernetes OOMKilled/OOMKilling reasons and memory evictions, Ray's memory monitor kills,
-the kernel OOM killer and its reports (SLURM, systemd, Ray < 2.0), Python MemoryError, and a
+the kernel OOM killer and its reports (SLURM, systemd, Ray < 2.0), Python MemoryError and other refused
+allocations (PyTorch's CPU allocator, numpy, std::bad_alloc, errno 12), and a
 process killed with SIGKILL, which alone is only a guess at host OOM. SLURM's `Exceeded ... memory limit at some
 point` proves no kill (completed steps print it): it only firms up that guess.
 """
@@ -17,6 +18,8 @@ from diagnosers.rules.common import finding, first_attr, where
 
 EMITS = (GPU_OOM, HOST_OOM)
 
+# Python's own, and numpy's subclass of it that says how big the array was.
+_MEMORY_ERRORS = frozenset({"MemoryError", "_ArrayMemoryError"})
 _HEAD_MARKERS = ("-head-", "head-", "-head", "ray-head", "node-type=head")
 
 
@@ -61,17 +64,20 @@ def _is_cuda_oom(exception: PythonException) -> bool:
 def _host_oom(evidence: Evidence) -> Finding | None:
     killed = evidence.of(k8s_text.OOM_KILLED, kernel.OOM_KILL, kernel.OOM_REPORTED)
     ray_kills = evidence.of(ray_log.MEMORY_MONITOR_KILL)
-    memory_errors = [exception for exception in evidence.exceptions if exception.short_type == "MemoryError"]
+    memory_errors = [exception for exception in evidence.exceptions if exception.short_type in _MEMORY_ERRORS]
+    refused = evidence.of(kernel.ALLOCATION_FAILED)
     signals = [*killed, *ray_kills]
-    if not signals and not memory_errors:
+    if not signals and not memory_errors and not refused:
         return _sigkilled(evidence)
     on_head = any(marker in signal.quote.text for signal in signals for marker in _HEAD_MARKERS)
     if ray_kills and not killed:
         what = "Ray's memory monitor killed workers because the node ran low on memory"
     elif killed:
         what = "A container or process was killed for exceeding its memory limit (OOMKilled)"
-    else:
+    elif memory_errors:
         what = "Python raised MemoryError: the process could not get host memory"
+    else:
+        what = "The process asked for host memory and was refused (an allocator or the kernel said no)"
     where_text = " on the head node" if on_head else where(signals)
     detail = (
         f"{what}{where_text}. Raise the pod's memory limit (and request) for that group, cut per-worker "
@@ -81,7 +87,7 @@ def _host_oom(evidence: Evidence) -> Finding | None:
     title = "Head node out of memory" if on_head else "Host out of memory"
     confidence = 0.9 if signals else 0.7
     quotes = [exception.quote for exception in memory_errors]
-    return finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, signals=signals, quotes=quotes)
+    return finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, signals=[*signals, *refused], quotes=quotes)
 
 
 def _sigkilled(evidence: Evidence) -> Finding | None:

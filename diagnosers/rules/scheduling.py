@@ -60,7 +60,11 @@ def _insufficient(evidence: Evidence) -> Finding | None:
         }
     )
     demand = next(
-        (value for name in ("demand", "placement", "shapes") if (value := first_attr([*infeasible, *pending], name))),
+        (
+            value
+            for name in ("demand", "placement", "shapes", "per_trial")
+            if (value := first_attr([*infeasible, *pending], name))
+        ),
         "",
     )
     if resources:

@@ -599,6 +599,48 @@ def test_a_shells_or_runtimes_sigkill_report_in_its_own_words_is_a_guess_at_host
     assert [one.id for one in findings] == ["host-oom"]
 
 
+@pytest.mark.parametrize(
+    "refused",
+    [
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+        "tried to allocate 4294967296 bytes. Error code 12 (Cannot allocate memory)",
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.58 GiB for an array with shape (480000, 1000) "
+        "and data type float64",
+        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+        "OSError: [Errno 12] Cannot allocate memory",
+    ],
+)
+def test_host_memory_an_allocator_refused_is_host_oom_and_no_guess(tmp_path, refused):
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/train.log": f"step 10 loss=1.2\n{refused}\n"}))).findings
+    assert findings[0].id == "host-oom" and not findings[0].fallback
+
+
+@pytest.mark.parametrize(
+    "not_the_host",
+    [
+        # The memlock limit, InfiniBand's, and torch's shared memory for DataLoader workers.
+        "node1:12:34 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+        "RuntimeError: unable to mmap 1048576 bytes from file </torch_2362_1823389071_0>: Cannot allocate memory (12)",
+    ],
+)
+def test_cannot_allocate_memory_from_infiniband_or_shared_memory_is_no_host_oom(tmp_path, not_the_host):
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/train.log": not_the_host + "\n"}))).findings
+    assert "host-oom" not in {one.id for one in findings}
+
+
+def test_a_tune_run_waiting_for_resources_the_cluster_lacks_is_insufficient_gpu(tmp_path):
+    log = (
+        "2024-01-01 10:00:00,000\tWARNING insufficient_resources_manager.py:163 -- Ignore this message if the cluster "
+        "is autoscaling. No trial is running and no new trial has been started within the last 60 seconds. This could "
+        "be due to the cluster not having enough resources available. You asked for 8.0 CPUs and 4.0 GPUs per trial, "
+        "but the cluster only has 4.0 CPUs and 0 GPUs available. Stop the tuning job and adjust the resources "
+        "requested per trial (possibly via `resources_per_trial` or via `num_workers` for rllib) and/or add more "
+        "resources to your Ray runtime.\n"
+    )
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/driver.log": log}))).findings
+    assert findings[0].id == "insufficient-gpu" and "8.0 CPUs and 4.0 GPUs per trial" in findings[0].detail
+
+
 def test_a_word_killed_inside_other_text_is_no_sigkill(tmp_path):
     log = "Killed 3 idle workers to free slots\nKilled process group cleanly\nstep 10 loss=1.2\n"
     assert not diagnose(load_bundle(make(tmp_path, {"logs/train.log": log}))).findings
