@@ -134,6 +134,7 @@ PATTERNS = (
             "Unexpected error from cudaGetDeviceCount",
             "CUDA driver initialization failed",
             "is/are busy or unavailable",
+            "requested number of devices unavailable",
             "No devices found. Waiting indefinitely",
             "could not select device driver",
             "No NVIDIA GPU found",
@@ -155,7 +156,9 @@ PATTERNS = (
         r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
         r"|No devices found\. Waiting indefinitely|could not select device driver .*"
         # A device another process holds in exclusive mode, or that the driver could not bring up.
-        r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable)",
+        r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable"
+        # The kubelet admitting a pod whose GPUs the device plugin no longer reports (unhealthy, driver gone).
+        r"|Allocate failed due to requested number of devices unavailable for \S+)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -177,6 +180,8 @@ PATTERNS = (
             "AssertionError: Torch not compiled with CUDA enabled",
             "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
             "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+            "  Warning  UnexpectedAdmissionError  1m  kubelet  Allocate failed due to requested number of devices "
+            "unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
             "installed a driver from http://www.nvidia.com/Download/index.aspx",
         ],

@@ -43,12 +43,15 @@ PATTERNS = (
             "ECC error",
             "uncorrectable NVLink error",
             "Unable to determine the device handle for GPU",
+            "RmInitAdapter failed",
         ],
         # Driver 570 splits "The NVIDIA GPU ... / NVRM: fallen off the bus" over lines, without "has".
         r"(?P<what>(?:has |NVRM: )fallen off the bus|uncorrectable ECC error encountered|GPU is lost"
         r"|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|uncorrectable NVLink error detected"
         # nvidia-smi on a GPU the driver lost (it names the reason, `GPU is lost` or `Unknown Error`).
-        r"|Unable to determine the device handle for GPU [\w:.]+: .*)",
+        r"|Unable to determine the device handle for GPU [\w:.]+: .*"
+        # The driver could not bring the GPU up at all (often after an Xid 79).
+        r"|RmInitAdapter failed!.*)",
         [
             "NVRM: GPU at PCI:0000:3b:00: GPU-2d7e has fallen off the bus.",
             "               NVRM: fallen off the bus and is not responding to commands.",
@@ -57,6 +60,7 @@ PATTERNS = (
             "recover this GPU",
             "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error",
             "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+            "[   12.345678] NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0xffff:1290)",
         ],
     ),
     pattern(

@@ -27,6 +27,7 @@ RENDEZVOUS_FAILED = "torch.rendezvous-failed"
 RENDEZVOUS_RETRY = "torch.rendezvous-retry"
 ENV_NOT_SET = "torch.env-not-set"
 INVALID_RANK = "torch.invalid-rank"
+INVALID_DEVICE_ORDINAL = "torch.invalid-device-ordinal"
 
 # What torchrun/torch.distributed.launch export; a script that reads os.environ[...] without a launcher
 # raises KeyError on the first one.
@@ -193,6 +194,19 @@ PATTERNS = (
         [
             "RuntimeError: Invalid rank 4, rank should be in the interval [0, 3]",
             "h1:1:1 [0] NCCL WARN Invalid rank requested : 8/8",
+        ],
+    ),
+    # A rank asking for a GPU index the process cannot see: more ranks per node than GPUs, or LOCAL_RANK used
+    # against a CUDA_VISIBLE_DEVICES that already narrowed the devices; CUDA, NCCL and TF say it alike.
+    pattern(
+        INVALID_DEVICE_ORDINAL,
+        ["invalid device ordinal", "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE"],
+        r"(?P<error>invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE)",
+        [
+            "RuntimeError: CUDA error: invalid device ordinal",
+            "node1:1234:1234 [4] NCCL WARN Cuda failure 'invalid device ordinal'",
+            "tensorflow.python.framework.errors_impl.InternalError: cudaSetDevice() on GPU:4 failed. Status: "
+            "cudaErrorInvalidDevice: invalid device ordinal",
         ],
     ),
 )

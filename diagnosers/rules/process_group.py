@@ -25,11 +25,12 @@ def check(evidence: Evidence) -> list[Finding]:
     duplicate = evidence.of(nccl.DUPLICATE_GPU)
     checked_in_twice = evidence.of(nccl.RANK_CHECKED_IN_TWICE)
     invalid = evidence.of(torch_dist.INVALID_RANK)
+    ordinal = evidence.of(torch_dist.INVALID_DEVICE_ORDINAL)
     rendezvous = evidence.of(torch_dist.RENDEZVOUS_FAILED)
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
     retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
-    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination]
+    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *ordinal, *rendezvous, *coordination]
     if not signals and not jax_init:
         return _retrying(retries)
     if missing:
@@ -48,6 +49,12 @@ def check(evidence: Evidence) -> list[Finding]:
             "Give each node its own NODE_RANK / node offset and make the launcher's task count match: under SLURM, "
             "--ntasks-per-node must equal the GPUs per node the trainer is told (Lightning's devices=), or every "
             "node starts the same ranks."
+        )
+    elif ordinal:
+        cause = "a rank asked for a GPU index this process cannot see (more ranks than visible GPUs on the node)"
+        fix = (
+            "Start as many ranks per node as it has GPUs (--nproc_per_node, Ray Train's num_workers x GPUs), and "
+            "use cuda:LOCAL_RANK only where CUDA_VISIBLE_DEVICES was not already narrowed to one GPU per process."
         )
     elif invalid:
         cause = "a rank number is outside the world size or the ranks disagree on it"

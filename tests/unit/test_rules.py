@@ -641,6 +641,12 @@ def test_a_tune_run_waiting_for_resources_the_cluster_lacks_is_insufficient_gpu(
     assert findings[0].id == "insufficient-gpu" and "8.0 CPUs and 4.0 GPUs per trial" in findings[0].detail
 
 
+def test_a_gpu_index_the_rank_cannot_see_is_a_misconfigured_process_group(tmp_path):
+    log = "[rank4]: RuntimeError: CUDA error: invalid device ordinal\n"
+    findings = diagnose(load_bundle(make(tmp_path, {"logs/train.log": log}))).findings
+    assert findings[0].id == "rank-config" and "GPU index" in findings[0].detail
+
+
 def test_a_word_killed_inside_other_text_is_no_sigkill(tmp_path):
     log = "Killed 3 idle workers to free slots\nKilled process group cleanly\nstep 10 loss=1.2\n"
     assert not diagnose(load_bundle(make(tmp_path, {"logs/train.log": log}))).findings
