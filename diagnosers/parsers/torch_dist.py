@@ -201,9 +201,11 @@ PATTERNS = (
     pattern(
         INVALID_DEVICE_ORDINAL,
         ["invalid device ordinal", "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE"],
-        r"(?P<error>invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE)",
+        r"(?P<error>(?:CUDA error: |Cuda failure '|cuda runtime error \(\d+\) : |cudaErrorInvalidDevice: )"
+        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE)",
         [
             "RuntimeError: CUDA error: invalid device ordinal",
+            "RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:32",
             "node1:1234:1234 [4] NCCL WARN Cuda failure 'invalid device ordinal'",
             "tensorflow.python.framework.errors_impl.InternalError: cudaSetDevice() on GPU:4 failed. Status: "
             "cudaErrorInvalidDevice: invalid device ordinal",
