@@ -281,5 +281,6 @@ def _match_wrapped(line_pattern: LinePattern, first: str, following: _Following)
 
 
 def _at_line(signals: list[Signal], line: int) -> Iterator[Signal]:
+    # Built directly: dataclasses.replace costs ten times as much, and a log of restarts re-places thousands of these.
     for signal in signals:
-        yield replace(signal, quote=replace(signal.quote, line=line))
+        yield Signal(signal.kind, Quote(signal.quote.source, line, signal.quote.text), signal.attrs)
