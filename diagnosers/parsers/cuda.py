@@ -12,7 +12,9 @@ from diagnosers.parsers.signals import pattern
 OUT_OF_MEMORY = "cuda.out-of-memory"
 HANDLED_OUT_OF_MEMORY = "cuda.out-of-memory-handled"
 NO_DEVICE = "cuda.no-device"
-# NGC containers' start-up banner: printed on every start without a driver, also where CPU-only was meant.
+# NGC containers' start-up banner, and TensorFlow/XLA's stream_executor diagnostics (`failed call to cuInit`,
+# `kernel driver does not appear to be running on this host`): printed on every start without a driver, also
+# where CPU-only was meant.
 DRIVER_NOT_DETECTED_BANNER = "cuda.driver-not-detected-banner"
 PYTORCH_DATALOADER = "torch.dataloader-died"
 
@@ -183,10 +185,15 @@ PATTERNS = (
     ),
     pattern(
         DRIVER_NOT_DETECTED_BANNER,
-        ["NVIDIA Driver was not detected"],
-        r"(?P<error>The NVIDIA Driver was not detected\.\s+GPU functionality will not be available\.?)",
+        ["NVIDIA Driver was not detected", "failed call to cuInit", "kernel driver does not appear to be running"],
+        r"(?P<error>The NVIDIA Driver was not detected\.\s+GPU functionality will not be available\.?"
+        r"|failed call to cuInit: (?!CUDA_ERROR_NO_DEVICE).*|kernel driver does not appear to be running on this host)",
         [
             "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+            "2021-12-07 10:41:27.740947: W tensorflow/stream_executor/cuda/cuda_driver.cc:326] failed call to cuInit: "
+            "UNKNOWN ERROR (303)",
+            "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:156] kernel driver does not appear to be running on "
+            "this host (worker-1): /proc/driver/nvidia/version does not exist",
         ],
     ),
     pattern(
