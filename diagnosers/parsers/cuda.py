@@ -43,6 +43,7 @@ PATTERNS = (
             "ran out of memory trying to allocate",
             "Resource exhausted: ",
             "ResourceExhaustedError: failed to allocate memory",
+            "Out of memory error on GPU",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -63,7 +64,9 @@ PATTERNS = (
         r"|Allocator \([\w:]+\) ran out of memory trying to allocate (?P<bfc_tried>[\d.]+ ?[KMGTP]?i?B)"
         r"(?!.*this is not a failure)"
         r"|XlaRuntimeError: RESOURCE_EXHAUSTED|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Out of memory|Failed to "
-        r"allocate request)|ResourceExhaustedError: failed to allocate memory",
+        r"allocate request)|ResourceExhaustedError: failed to allocate memory"
+        # PaddlePaddle's allocator, on a line of its own after `BadAlloc, ResourceExhaustedError:`.
+        r"|Out of memory error on GPU \d+\. Cannot allocate [\d.]+ ?[KMGT]?i?B memory on GPU \d+",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -93,6 +96,8 @@ PATTERNS = (
             "(1073741824B) on device ordinal 0",
             "RuntimeError: Resource exhausted: Out of memory while trying to allocate 12582912 bytes.",
             "ResourceExhaustedError: failed to allocate memory [Op:AddV2]",
+            "Out of memory error on GPU 0. Cannot allocate 48.473877MB memory on GPU 0, 7.900513GB memory has been "
+            "allocated and available memory is only 29.437500MB.",
         ],
         wraps=True,
     ),
