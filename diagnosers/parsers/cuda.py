@@ -12,7 +12,9 @@ from diagnosers.parsers.signals import pattern
 OUT_OF_MEMORY = "cuda.out-of-memory"
 HANDLED_OUT_OF_MEMORY = "cuda.out-of-memory-handled"
 NO_DEVICE = "cuda.no-device"
-# NGC containers' start-up banner: printed on every start without a driver, also where CPU-only was meant.
+# NGC containers' start-up banner, and TensorFlow/XLA's stream_executor diagnostics (`failed call to cuInit`,
+# `kernel driver does not appear to be running on this host`): printed on every start without a driver, also
+# where CPU-only was meant.
 DRIVER_NOT_DETECTED_BANNER = "cuda.driver-not-detected-banner"
 PYTORCH_DATALOADER = "torch.dataloader-died"
 
@@ -41,6 +43,7 @@ PATTERNS = (
             "ran out of memory trying to allocate",
             "Resource exhausted: ",
             "ResourceExhaustedError: failed to allocate memory",
+            "Out of memory error on GPU",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -61,7 +64,9 @@ PATTERNS = (
         r"|Allocator \([\w:]+\) ran out of memory trying to allocate (?P<bfc_tried>[\d.]+ ?[KMGTP]?i?B)"
         r"(?!.*this is not a failure)"
         r"|XlaRuntimeError: RESOURCE_EXHAUSTED|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Out of memory|Failed to "
-        r"allocate request)|ResourceExhaustedError: failed to allocate memory",
+        r"allocate request)|ResourceExhaustedError: failed to allocate memory"
+        # PaddlePaddle's allocator, on a line of its own after `BadAlloc, ResourceExhaustedError:`.
+        r"|Out of memory error on GPU \d+\. Cannot allocate [\d.]+ ?[KMGT]?i?B memory on GPU \d+",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -91,6 +96,8 @@ PATTERNS = (
             "(1073741824B) on device ordinal 0",
             "RuntimeError: Resource exhausted: Out of memory while trying to allocate 12582912 bytes.",
             "ResourceExhaustedError: failed to allocate memory [Op:AddV2]",
+            "Out of memory error on GPU 0. Cannot allocate 48.473877MB memory on GPU 0, 7.900513GB memory has been "
+            "allocated and available memory is only 29.437500MB.",
         ],
         wraps=True,
     ),
@@ -188,10 +195,15 @@ PATTERNS = (
     ),
     pattern(
         DRIVER_NOT_DETECTED_BANNER,
-        ["NVIDIA Driver was not detected"],
-        r"(?P<error>The NVIDIA Driver was not detected\.\s+GPU functionality will not be available\.?)",
+        ["NVIDIA Driver was not detected", "failed call to cuInit", "kernel driver does not appear to be running"],
+        r"(?P<error>The NVIDIA Driver was not detected\.\s+GPU functionality will not be available\.?"
+        r"|failed call to cuInit: (?!CUDA_ERROR_NO_DEVICE).*|kernel driver does not appear to be running on this host)",
         [
             "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+            "2021-12-07 10:41:27.740947: W tensorflow/stream_executor/cuda/cuda_driver.cc:326] failed call to cuInit: "
+            "UNKNOWN ERROR (303)",
+            "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:156] kernel driver does not appear to be running on "
+            "this host (worker-1): /proc/driver/nvidia/version does not exist",
         ],
     ),
     pattern(

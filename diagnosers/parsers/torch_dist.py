@@ -125,7 +125,8 @@ PATTERNS = (
         r"|Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined.*"
         r"|socket has timed out after \d+m?s while trying to connect to.*"
         r"|failed to connect to any network address.*|\bhost not found: .*|Unable to find address for: .*"
-        r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)\s*$"
+        # PyTorch <= 1.0's THD backend appends its source location; a paste in markdown italics ends in `_`.
+        r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)(?: at \S+)?[_*`]*\s*$"
         r"|failed to listen on any local network address.*"
         r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*"
         # The TCPStore client of PyTorch <= 1.10 (`connect() timed out. Original timeout was 60000 ms.`) and its
@@ -150,6 +151,7 @@ PATTERNS = (
             "(IP1, 2222).",
             "ValueError: host not found: Name or service not known",
             "RuntimeError: Connection timed out",
+            "RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/General.cpp:20",
             "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:127] rp != nullptr. "
             "Unable to find address for: dgx-1.ai",
             "RuntimeError: connect() timed out. Original timeout was 60000 ms.",
