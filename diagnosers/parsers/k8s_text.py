@@ -15,6 +15,7 @@ IMAGE_PULL = "k8s.image-pull"
 OOM_KILLED = "k8s.oom-killed"
 EVICTED = "k8s.evicted"
 CRASH_LOOP = "k8s.crash-loop"
+TERMINATED_REASON = "k8s.terminated-reason"
 
 PATTERNS = (
     pattern(
@@ -145,5 +146,13 @@ PATTERNS = (
             "      Reason:       CrashLoopBackOff",
             "Warning  BackOff  1m (x20 over 6m)  kubelet  Back-off restarting failed container ray-worker in pod w-0",
         ],
+    ),
+    # The reason `kubectl describe` gives a terminated container in the runtime's own word (`Error`, `Completed`),
+    # OOMKilled aside: the `Exit Code:` printed under it is read in that light.
+    pattern(
+        TERMINATED_REASON,
+        ["Reason:"],
+        r"^\s*Reason:\s+(?!OOMKill)(?P<reason>[A-Z]\w*)\s*$",
+        ["      Reason:       Error", "      Reason: Completed"],
     ),
 )

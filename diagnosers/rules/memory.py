@@ -93,7 +93,12 @@ def _host_oom(evidence: Evidence) -> Finding | None:
 def _sigkilled(evidence: Evidence) -> Finding | None:
     """A SIGKILL with no word of memory: most often the OOM killer, so say it, but only where nothing else
     explains the failure (a timeout or a preemption sends the same signal)."""
-    signals = [signal for signal in evidence.of(failures.KILLED_BY_SIGNAL) if failures.is_sigkill(signal)]
+    not_oom = _under_other_reason(evidence)
+    signals = [
+        signal
+        for signal in evidence.of(failures.KILLED_BY_SIGNAL)
+        if failures.is_sigkill(signal) and (signal.quote.source, signal.quote.line) not in not_oom
+    ]
     if not signals:
         return None
     touched = evidence.of(kernel.MEMORY_LIMIT_TOUCHED)
@@ -110,3 +115,18 @@ def _sigkilled(evidence: Evidence) -> Finding | None:
     found = finding(HOST_OOM, Severity.CRITICAL, confidence, title, detail, [*signals, *touched[:1]])
     found.fallback = True
     return found
+
+
+# `kubectl describe` prints a terminated state's Message (often one line) between its Reason and its Exit Code.
+_REASON_REACH = 3
+
+
+def _under_other_reason(evidence: Evidence) -> set[tuple[str, int]]:
+    """Lines just below a terminated container's `Reason:` that is not OOMKilled (`Error`, `Completed`): the runtime
+    saw that exit and found no OOM kill, so an exit code 137 there (a liveness probe's kill, a preemption) is no
+    guess at memory."""
+    return {
+        (signal.quote.source, signal.quote.line + offset)
+        for signal in evidence.of(k8s_text.TERMINATED_REASON)
+        for offset in range(1, _REASON_REACH + 1)
+    }

@@ -452,6 +452,14 @@ def test_the_sigterm_the_agent_sends_to_surviving_ranks_is_no_dead_worker(tmp_pa
     assert [one.id for one in diagnosis.findings] == ["unrecognised-error"]
 
 
+@pytest.mark.parametrize(("reason", "oom"), [("Error", False), ("Completed", False), ("OOMKilled", True), (None, True)])
+def test_an_exit_code_137_under_a_reason_that_is_not_oomkilled_is_no_host_oom(tmp_path, reason, oom):
+    reason_line = f"      Reason:       {reason}\n" if reason else ""
+    describe = f"    State:          Running\n    Last State:     Terminated\n{reason_line}      Exit Code:    137\n"
+    diagnosis = diagnose(load_bundle(make(tmp_path, {"logs/describe.log": describe})))
+    assert ("host-oom" in {one.id for one in diagnosis.findings}) == oom
+
+
 def test_a_non_zero_exit_alone_makes_it_critical(tmp_path):
     _, found = unrecognised(tmp_path, {"logs/run.log": "[FATAL] bad vocabulary\nexitcode  : 2 (pid: 4711)"})
     assert found is not None and found.severity == "critical"
