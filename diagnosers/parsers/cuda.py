@@ -36,6 +36,13 @@ PATTERNS = (
             "ran out of memory trying to allocate",
             "Resource exhausted: ",
             "ResourceExhaustedError: failed to allocate memory",
+            "error=2 : out of memory",
+            "cuda runtime error (2) : out of memory",
+            "cudaSuccess (2 vs. 0)",
+            "cudaMalloc failed: out of memory",
+            "cudaMalloc retry failed: out of memory",
+            "out of memory to allocate",
+            "Out of memory allocating",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -50,7 +57,12 @@ PATTERNS = (
         r"|Allocator \([\w:]+\) ran out of memory trying to allocate (?P<bfc_tried>[\d.]+ ?[KMGTP]?i?B)"
         r"(?!.*this is not a failure)"
         r"|XlaRuntimeError: RESOURCE_EXHAUSTED|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Out of memory|Failed to "
-        r"allocate request)|ResourceExhaustedError: failed to allocate memory",
+        r"allocate request)|ResourceExhaustedError: failed to allocate memory"
+        # Frameworks before 2021 in their own words: PyTorch's THC (`THCudaCheck FAIL ... error=2 : out of memory`,
+        # `cuda runtime error (2) : out of memory`), Caffe's glog check, MXNet's storage manager and CuPy's pool.
+        r"|THCudaCheck FAIL .*\berror=2 : out of memory|cuda runtime error \(2\) : out of memory"
+        r"|Check failed: error == cudaSuccess \(2 vs\. 0\)\s+out of memory|cudaMalloc (?:retry )?failed: out of memory"
+        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -73,6 +85,13 @@ PATTERNS = (
             "(1073741824B) on device ordinal 0",
             "RuntimeError: Resource exhausted: Out of memory while trying to allocate 12582912 bytes.",
             "ResourceExhaustedError: failed to allocate memory [Op:AddV2]",
+            "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
+            "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/torch/lib/THC/generic/THCStorage.cu:58",
+            "F0903 14:31:26.106397 92421 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
+            "[17:36:58] src/storage/./pooled_storage_manager.h:111: cudaMalloc failed: out of memory",
+            "Exception in main training loop: out of memory to allocate 205520896 bytes (total 16068929536 bytes)",
+            "Exception in main training loop: Out of memory allocating 25,600,000 bytes (allocated so far: "
+            "3,635,267,072 bytes).",
         ],
         wraps=True,
     ),
@@ -119,6 +138,9 @@ PATTERNS = (
             "No NVIDIA GPU found",
             "Torch not compiled with CUDA enabled",
             "only supports GPUs",
+            "failed call to cuInit",
+            "VolumeDriver.Create: internal error",
+            "volume plugin nvidia-docker",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -133,7 +155,10 @@ PATTERNS = (
         r"|could not load NVML library|did you configure the NVIDIA Container Toolkit"
         r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero"
         r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
-        r"|No devices found\. Waiting indefinitely|could not select device driver .*)",
+        r"|No devices found\. Waiting indefinitely|could not select device driver .*"
+        # TensorFlow 1.x's stream executor, and nvidia-docker 1.0, whose plugin mounts the driver as a volume.
+        r"|failed call to cuInit: CUDA_ERROR_\w+.*"
+        r"|create nvidia_driver_[\d.]+: .*(?:VolumeDriver\.Create: internal error|volume plugin nvidia-docker).*)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -155,6 +180,9 @@ PATTERNS = (
             "AssertionError: Torch not compiled with CUDA enabled",
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
             "installed a driver from http://www.nvidia.com/Download/index.aspx",
+            "E tensorflow/stream_executor/cuda/cuda_driver.cc:509] failed call to cuInit: CUDA_ERROR_UNKNOWN",
+            "docker: Error response from daemon: create nvidia_driver_396.24: VolumeDriver.Create: internal error, "
+            "check logs for details.",
         ],
     ),
     pattern(

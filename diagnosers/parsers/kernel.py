@@ -87,7 +87,9 @@ PATTERNS = (
         # systemd's report, not Ray's list of what may have killed a worker ("(1) the process was killed by the OOM
         # killer due to high memory usage, (2) ...").
         r"|has been killed by the OOM killer.*|Failed with result 'oom-kill'.*"
-        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
+        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*"
+        # Ray Tune < 1.0 shows the trial's failure as the task error wrapping it.
+        r"|RayTaskError\(RayOutOfMemoryError\).*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",

@@ -123,6 +123,8 @@ PATTERNS = (
         r"|socket has timed out after \d+m?s while trying to connect to.*"
         r"|failed to connect to any network address.*|\bhost not found: .*|Unable to find address for: .*"
         r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use)\s*$"
+        # PyTorch <= 1.0 (THD, the first c10d) appended the C++ source: `... in use at /pytorch/torch/lib/THD/...:20`.
+        r"|\bRuntimeError: (?:Connection (?:refused|timed out)|Address already in use) at \S+:\d+\s*$"
         r"|failed to listen on any local network address.*"
         r"|DistNetworkError: .*|Timed out initializing process group in store based barrier.*"
         # The TCPStore client of PyTorch <= 1.10 (`connect() timed out. Original timeout was 60000 ms.`) and its
