@@ -141,6 +141,7 @@ PATTERNS = (
             "failed call to cuInit",
             "VolumeDriver.Create: internal error",
             "volume plugin nvidia-docker",
+            "Unknown runtime specified nvidia",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -156,8 +157,9 @@ PATTERNS = (
         r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero"
         r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
         r"|No devices found\. Waiting indefinitely|could not select device driver .*"
-        # TensorFlow 1.x's stream executor, and nvidia-docker 1.0, whose plugin mounts the driver as a volume.
-        r"|failed call to cuInit: CUDA_ERROR_\w+.*"
+        # TensorFlow 1.x's stream executor, nvidia-docker 1.0, whose plugin mounts the driver as a volume, and 2.0,
+        # whose runtime docker must be told about.
+        r"|failed call to cuInit: CUDA_ERROR_\w+.*|Unknown runtime specified nvidia\b.*"
         r"|create nvidia_driver_[\d.]+: .*(?:VolumeDriver\.Create: internal error|volume plugin nvidia-docker).*)",
         [
             "RuntimeError: No CUDA GPUs are available",
@@ -183,6 +185,7 @@ PATTERNS = (
             "E tensorflow/stream_executor/cuda/cuda_driver.cc:509] failed call to cuInit: CUDA_ERROR_UNKNOWN",
             "docker: Error response from daemon: create nvidia_driver_396.24: VolumeDriver.Create: internal error, "
             "check logs for details.",
+            "docker: Error response from daemon: Unknown runtime specified nvidia.",
         ],
     ),
     pattern(

@@ -84,6 +84,7 @@ PATTERNS = (
             "Error pulling image",
             "error pulling image configuration",
             "toomanyrequests",
+            "no pull access",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
         r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
@@ -97,7 +98,9 @@ PATTERNS = (
         r"|failed to register layer: .*no space left on device.*|Error pulling image .*"
         # the docker CLI when the image's config blob cannot be fetched (registry auth, network)
         r"|error pulling image configuration: .*"
-        r"|toomanyrequests: You have reached your pull rate limit.*)",
+        r"|toomanyrequests: You have reached your pull rate limit.*"
+        # Docker 1.13-17.x daemons' words for a denied or missing repository
+        r"|repository \S+ not found: does not exist or no pull access.*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
             "NotFound desc = failed to pull and unpack image",
@@ -114,6 +117,8 @@ PATTERNS = (
             "and upgrading: https://www.docker.com/increase-rate-limit",
             "Mar 13 15:19:00 k8s-master-0 docker[6947]: /usr/bin/docker: error pulling image configuration: "
             "unauthorized: Requested repository does not match bearer token resource: hyperkube-amd64.",
+            'level=error msg="Handler for POST /v1.26/images/create returned error: repository kube-aggregator not '
+            'found: does not exist or no pull access"',
         ],
     ),
     pattern(

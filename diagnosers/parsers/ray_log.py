@@ -80,12 +80,15 @@ PATTERNS = (
             "RayletError",
             "local raylet died",
             "state: DEAD",
+            "RayWorkerError",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
         r"|The task's local raylet died"
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
         r"|\b[1-9]\d* Workers crashed due to other reasons"
+        # Ray <= 0.8 named WorkerCrashedError `RayWorkerError`.
+        r"|ray\.exceptions\.RayWorkerError\b"
         # The core worker's own log (`[date I pid tid] actor_manager.cc:N:`): an actor dead because its constructor or
         # its runtime env failed (Ray 1.x: `has creation_task_exception=1`, 2.x: its death context). Any other DEAD
         # notification, and the `Failing pending tasks for actor` line after it, also follow an actor killed on
@@ -94,6 +97,7 @@ PATTERNS = (
         r"|death context type=(?:CreationTaskFailure|RuntimeEnvFailed)Context))",
         [
             "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "ray.exceptions.RayWorkerError: The worker died unexpectedly while executing this task.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
             "troubleshoot the problem, check the logs for the dead worker.",
             "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "
