@@ -105,6 +105,7 @@ PATTERNS = (
             "systemd[1]: train.service: Failed with result 'oom-kill'.",
             "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-0-5 is used "
             "(29.9 / 31.4 GB).",
+            "ray.exceptions.RayTaskError(RayOutOfMemoryError): ray::PPO (pid=448, ip=172.20.1.205)",
         ],
     ),
     pattern(

@@ -145,6 +145,7 @@ PATTERNS = (
             "(IP1, 2222).",
             "ValueError: host not found: Name or service not known",
             "RuntimeError: Connection timed out",
+            "RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/General.cpp:20",
             "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:127] rp != nullptr. "
             "Unable to find address for: dgx-1.ai",
             "RuntimeError: connect() timed out. Original timeout was 60000 ms.",
