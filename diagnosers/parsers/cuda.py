@@ -44,6 +44,9 @@ PATTERNS = (
             "Resource exhausted: ",
             "ResourceExhaustedError: failed to allocate memory",
             "Out of memory error on GPU",
+            "error=2 : out of memory",
+            "out of memory to allocate",
+            "Out of memory allocating",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -66,7 +69,11 @@ PATTERNS = (
         r"|XlaRuntimeError: RESOURCE_EXHAUSTED|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:Out of memory|Failed to "
         r"allocate request)|ResourceExhaustedError: failed to allocate memory"
         # PaddlePaddle's allocator, on a line of its own after `BadAlloc, ResourceExhaustedError:`.
-        r"|Out of memory error on GPU \d+\. Cannot allocate [\d.]+ ?[KMGT]?i?B memory on GPU \d+",
+        r"|Out of memory error on GPU \d+\. Cannot allocate [\d.]+ ?[KMGT]?i?B memory on GPU \d+"
+        # PyTorch's THC before 1.0 (`THCudaCheck FAIL ... error=2 : out of memory`) and CuPy's pool, as Chainer
+        # shows it.
+        r"|THCudaCheck FAIL .*\berror=2 : out of memory"
+        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -98,6 +105,13 @@ PATTERNS = (
             "ResourceExhaustedError: failed to allocate memory [Op:AddV2]",
             "Out of memory error on GPU 0. Cannot allocate 48.473877MB memory on GPU 0, 7.900513GB memory has been "
             "allocated and available memory is only 29.437500MB.",
+            "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
+            "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/torch/lib/THC/generic/THCStorage.cu:58",
+            "F0903 14:31:26.106397 92421 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
+            "[17:36:58] src/storage/./pooled_storage_manager.h:111: cudaMalloc failed: out of memory",
+            "Exception in main training loop: out of memory to allocate 205520896 bytes (total 16068929536 bytes)",
+            "Exception in main training loop: Out of memory allocating 25,600,000 bytes (allocated so far: "
+            "3,635,267,072 bytes).",
         ],
         wraps=True,
     ),
@@ -105,13 +119,21 @@ PATTERNS = (
     # finder halves the batch) prints the OOM text inside its own warning: that line did not stop the run.
     pattern(
         HANDLED_OUT_OF_MEMORY,
-        ["ran out of memory with exception", "Ran out of memory with exception", "attempting to recover from OOM"],
-        r"(?P<handled>[Rr]an out of memory with exception|attempting to recover from OOM)",
+        [
+            "ran out of memory with exception",
+            "Ran out of memory with exception",
+            "attempting to recover from OOM",
+            "skipping batch",
+        ],
+        r"(?P<handled>[Rr]an out of memory with exception|attempting to recover from OOM"
+        # fairseq before 0.6, on the line after the allocator's own message
+        r"|ran out of memory on GPU #?\d+, skipping batch)",
         [
             "| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; "
             "15.75 GiB total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);",
             "2021-03-01 10:00:00 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of "
             "memory. Tried to allocate 2.00 GiB",
+            "| WARNING: ran out of memory on GPU #2, skipping batch",
         ],
     ),
     pattern(
@@ -147,6 +169,9 @@ PATTERNS = (
             "No NVIDIA GPU found",
             "Torch not compiled with CUDA enabled",
             "only supports GPUs",
+            "VolumeDriver.Create: internal error",
+            "volume plugin nvidia-docker",
+            "Unknown runtime specified nvidia",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -165,7 +190,11 @@ PATTERNS = (
         # A device another process holds in exclusive mode, or that the driver could not bring up.
         r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable"
         # The kubelet admitting a pod whose GPUs the device plugin no longer reports (unhealthy, driver gone).
-        r"|Allocate failed due to requested number of devices unavailable for \S+)",
+        r"|Allocate failed due to requested number of devices unavailable for \S+"
+        # nvidia-docker 1.0, whose plugin mounts the driver as a volume, and 2.0, whose runtime docker must be told
+        # about.
+        r"|Unknown runtime specified nvidia\b.*"
+        r"|create nvidia_driver_[\d.]+: .*(?:VolumeDriver\.Create: internal error|volume plugin nvidia-docker).*)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -191,6 +220,9 @@ PATTERNS = (
             "unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
             "installed a driver from http://www.nvidia.com/Download/index.aspx",
+            "docker: Error response from daemon: create nvidia_driver_396.24: VolumeDriver.Create: internal error, "
+            "check logs for details.",
+            "docker: Error response from daemon: Unknown runtime specified nvidia.",
         ],
     ),
     pattern(
@@ -202,6 +234,7 @@ PATTERNS = (
             "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
             "2021-12-07 10:41:27.740947: W tensorflow/stream_executor/cuda/cuda_driver.cc:326] failed call to cuInit: "
             "UNKNOWN ERROR (303)",
+            "E tensorflow/stream_executor/cuda/cuda_driver.cc:509] failed call to cuInit: CUDA_ERROR_UNKNOWN",
             "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:156] kernel driver does not appear to be running on "
             "this host (worker-1): /proc/driver/nvidia/version does not exist",
         ],

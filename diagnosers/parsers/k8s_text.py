@@ -87,6 +87,7 @@ PATTERNS = (
             "toomanyrequests",
             "InspectFailed",
             "couldn't parse image reference",
+            "no pull access",
         ],
         r"(?P<what>Failed to pull image \"?(?P<image>[^\"\s:]+(?::[^\"\s]+)?)\"?.*"
         r"|Back-off pulling image \"?(?P<backoff_image>[^\"\s]+)\"?.*"
@@ -102,7 +103,9 @@ PATTERNS = (
         r"|error pulling image configuration: .*"
         r"|toomanyrequests: You have reached your pull rate limit.*"
         # the kubelet on a name no registry could serve (upper case, a stray space)
-        r"|\bInspectFailed\b.*|couldn't parse image reference .*)",
+        r"|\bInspectFailed\b.*|couldn't parse image reference .*"
+        # Docker 1.13-17.x daemons' words for a denied or missing repository
+        r"|repository \S+ not found: does not exist or no pull access.*)",
         [
             '  Warning  Failed     3m   kubelet  Failed to pull image "rayproject/ray:2.99-gpu": rpc error: code = '
             "NotFound desc = failed to pull and unpack image",
@@ -121,6 +124,8 @@ PATTERNS = (
             "unauthorized: Requested repository does not match bearer token resource: hyperkube-amd64.",
             '  Warning  InspectFailed  1m  kubelet  Failed to apply default image tag "MyImage:Latest": couldn\'t '
             'parse image reference "MyImage:Latest": invalid reference format: repository name must be lowercase',
+            'level=error msg="Handler for POST /v1.26/images/create returned error: repository kube-aggregator not '
+            'found: does not exist or no pull access"',
         ],
     ),
     pattern(

@@ -103,7 +103,9 @@ PATTERNS = (
         # systemd's report, not Ray's list of what may have killed a worker ("(1) the process was killed by the OOM
         # killer due to high memory usage, (2) ...").
         r"|has been killed by the OOM killer.*|Failed with result 'oom-kill'.*"
-        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*)",
+        r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*"
+        # Ray Tune < 1.0 shows the trial's failure as the task error wrapping it.
+        r"|RayTaskError\(RayOutOfMemoryError\).*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",
@@ -119,6 +121,7 @@ PATTERNS = (
             "systemd[1]: train.service: Failed with result 'oom-kill'.",
             "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-0-5 is used "
             "(29.9 / 31.4 GB).",
+            "ray.exceptions.RayTaskError(RayOutOfMemoryError): ray::PPO (pid=448, ip=172.20.1.205)",
         ],
     ),
     pattern(

@@ -82,6 +82,7 @@ PATTERNS = (
             "lost due to node failure",
             "local raylet died",
             "state: DEAD",
+            "RayWorkerError",
         ],
         r"(?P<what>ray\.exceptions\.(?:ActorDiedError|RayActorError|WorkerCrashedError|LocalRayletDiedError|RayletError)\b"
         # A task that raised because the actor it called died, and an object lost with the worker or node that held
@@ -92,6 +93,8 @@ PATTERNS = (
         r"|The actor died (?:unexpectedly|because)|(?:A )?worker died or was killed while executing"
         r"|Worker exit type: SYSTEM_ERROR|worker process has died"
         r"|\b[1-9]\d* Workers crashed due to other reasons"
+        # Ray <= 0.8 named WorkerCrashedError `RayWorkerError`.
+        r"|ray\.exceptions\.RayWorkerError\b"
         # The core worker's own log (`[date I pid tid] actor_manager.cc:N:`): an actor dead because its constructor or
         # its runtime env failed (Ray 1.x: `has creation_task_exception=1`, 2.x: its death context). Any other DEAD
         # notification, and the `Failing pending tasks for actor` line after it, also follow an actor killed on
@@ -105,6 +108,7 @@ PATTERNS = (
             "ray.exceptions.OwnerDiedError: Failed to retrieve object 00ff. The object's owner has exited.",
             "ray.exceptions.ObjectLostError: Failed to retrieve object 00ff. All copies of 00ff are lost due to node "
             "failure.",
+            "ray.exceptions.RayWorkerError: The worker died unexpectedly while executing this task.",
             "(raylet) A worker died or was killed while executing a task by an unexpected system error. To "
             "troubleshoot the problem, check the logs for the dead worker.",
             "\tclass_name: RayTrainWorker Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly "

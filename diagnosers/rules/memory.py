@@ -18,6 +18,7 @@ from diagnosers.rules.common import finding, first_attr, where
 
 EMITS = (GPU_OOM, HOST_OOM)
 
+_HANDLED_WITHIN_LINES = 2
 # Python's own, and numpy's subclass of it that says how big the array was.
 _MEMORY_ERRORS = frozenset({"MemoryError", "_ArrayMemoryError"})
 _HEAD_MARKERS = ("-head-", "head-", "-head", "ray-head", "node-type=head")
@@ -28,7 +29,12 @@ def check(evidence: Evidence) -> list[Finding]:
 
 
 def _gpu_oom(evidence: Evidence) -> Finding | None:
-    handled = {(signal.quote.source, signal.quote.line) for signal in evidence.of(cuda.HANDLED_OUT_OF_MEMORY)}
+    # The trainer's own warning that it caught the OOM stands on the OOM's line or just below it.
+    handled = {
+        (signal.quote.source, signal.quote.line - below)
+        for signal in evidence.of(cuda.HANDLED_OUT_OF_MEMORY)
+        for below in range(_HANDLED_WITHIN_LINES + 1)
+    }
     signals = [
         signal for signal in evidence.of(cuda.OUT_OF_MEMORY) if (signal.quote.source, signal.quote.line) not in handled
     ]
