@@ -5,14 +5,15 @@ c10d store errors (timeouts waiting for clients, cannot connect to the master; a
 still being retried is only a warning), invalid-rank
 messages, NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong) and its bootstrap root's
 `rank 1 of 8 ranks has already checked in` (two processes given one rank); JAX's
-coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous).
+coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous);
+an MPI launcher that could not start its daemons on the hosts (no rank ran).
 """
 
 from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import RANK_CONFIG, Finding, Severity
-from diagnosers.parsers import jax_dist, nccl, torch_dist
+from diagnosers.parsers import jax_dist, mpi_launch, nccl, torch_dist
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where
@@ -29,7 +30,8 @@ def check(evidence: Evidence) -> list[Finding]:
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
     retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
-    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination]
+    daemons = evidence.of(mpi_launch.DAEMONS_NOT_STARTED)
+    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination, *daemons]
     if not signals and not jax_init:
         return _retrying(retries)
     if missing:
@@ -59,6 +61,13 @@ def check(evidence: Evidence) -> list[Finding]:
             "Start every process (num_processes of them, each with its own process_id), check that "
             "coordinator_address names process 0's host and a port the others can reach, and look in the log of a "
             "process named in `Timed out task names` for why it never joined."
+        )
+    elif daemons:
+        cause = "mpirun could not start its daemons on one or more hosts, so no rank ran"
+        fix = (
+            "Check that every host accepts passwordless ssh from the launching one (on the port given in "
+            "plm_rsh_args, if any), that Open MPI's orted is on the remote PATH (or pass --prefix), and that the "
+            "host names in -H/--hostfile resolve; the ssh or shell error just above ORTE's message names the host."
         )
     else:
         cause = "the ranks could not rendezvous: " + first_attr(rendezvous, "error")[:200]
