@@ -6,7 +6,7 @@ still being retried is only a warning), invalid-rank
 messages, NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong) and its bootstrap root's
 `rank 1 of 8 ranks has already checked in` (two processes given one rank); JAX's
 coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous);
-an MPI launcher that could not start its daemons on the hosts (no rank ran).
+an MPI launcher that could not start or reach its daemons/proxies on the hosts (no rank ran).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def check(evidence: Evidence) -> list[Finding]:
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
     retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
-    daemons = evidence.of(mpi_launch.DAEMONS_NOT_STARTED)
-    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination, *daemons]
+    launch = evidence.of(mpi_launch.LAUNCH_FAILED)
+    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *rendezvous, *coordination, *launch]
     if not signals and not jax_init:
         return _retrying(retries)
     if missing:
@@ -62,12 +62,15 @@ def check(evidence: Evidence) -> list[Finding]:
             "coordinator_address names process 0's host and a port the others can reach, and look in the log of a "
             "process named in `Timed out task names` for why it never joined."
         )
-    elif daemons:
-        cause = "mpirun could not start its daemons on one or more hosts, so no rank ran"
+    elif launch:
+        cause = "the MPI launcher could not start or reach its daemons on the hosts, so no rank ran: " + first_attr(
+            launch, "error"
+        )
         fix = (
             "Check that every host accepts passwordless ssh from the launching one (on the port given in "
-            "plm_rsh_args, if any), that Open MPI's orted is on the remote PATH (or pass --prefix), and that the "
-            "host names in -H/--hostfile resolve; the ssh or shell error just above ORTE's message names the host."
+            "plm_rsh_args, if any), that the launcher's daemon (Open MPI's orted, Hydra's proxy) is on the remote "
+            "PATH, that the host names in the hostfile resolve to addresses the others can reach, and that no "
+            "firewall blocks the launcher's ports between nodes; the ssh or socket error just above names the host."
         )
     else:
         cause = "the ranks could not rendezvous: " + first_attr(rendezvous, "error")[:200]
