@@ -266,6 +266,17 @@ PATTERNS = (
         ['  File "/usr/lib/python3/site-packages/ray/_private/runtime_env/pip.py", line 542, in modify_context'],
     ),
     pattern(TRACEBACK_HEADER, [HEADER], re.escape(HEADER), [HEADER, "[rank1]: " + HEADER]),
+    # Slurm ended the job or step from outside: its wall-time limit ran out, its node failed or it was preempted.
+    # A plain `CANCELLED AT <time> ***` is someone's scancel and is left out.
+    pattern(
+        NONZERO_EXIT,
+        ["CANCELLED AT"],
+        r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO (?P<reason>TIME LIMIT|NODE FAILURE|PREEMPTION)\b",
+        [
+            "slurmstepd: error: *** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+            "slurmstepd: error: *** STEP 1234.0 ON gpu-07 CANCELLED AT 2024-04-20T09:09:37 DUE TO NODE FAILURE ***",
+        ],
+    ),
 )
 
 

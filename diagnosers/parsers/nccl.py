@@ -188,10 +188,13 @@ PATTERNS = (
             "connectFullMesh failed",
             "no socket interface found",
             "neither AF_INET",
+            "WARN: Function:",
         ],
-        # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL; a line that ends in `retrying` is a
-        # connect that NCCL tries again (it fails later with its own line if it never succeeds).
-        r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) (?!.*retrying\W*$).*(?P<what>(?i:Connection closed|"
+        # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL, aws-ofi-nccl up to 1.0 `WARN: Function: f
+        # Line: N:`; a line that ends in `retrying` is a connect that NCCL tries again (it fails later with its own
+        # line if it never succeeds).
+        r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN|WARN: Function: \w+ Line: \d+:) (?!.*retrying\W*$).*"
+        r"(?P<what>(?i:Connection closed|"
         r"Connection reset|Connection refused|Connection timed out|connection abort|Broken pipe|connect to|"
         r"Call to (?:connect|recv|send|accept) failed|"
         r"(?P<local>Call to (?:bind|listen|socket|getsockname)\b.*failed|Socket creation failed\b.*)|"
@@ -247,6 +250,8 @@ PATTERNS = (
             "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
             "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "
             "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+            "WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid "
+            "argument",
         ],
     ),
     pattern(

@@ -5,14 +5,15 @@ c10d store errors (timeouts waiting for clients, cannot connect to the master; a
 still being retried is only a warning), invalid-rank
 messages, NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong) and its bootstrap root's
 `rank 1 of 8 ranks has already checked in` (two processes given one rank); JAX's
-coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous).
+coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous);
+an MPI launcher that could not start or reach its daemons/proxies on the hosts (no rank ran).
 """
 
 from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import RANK_CONFIG, Finding, Severity
-from diagnosers.parsers import jax_dist, nccl, torch_dist
+from diagnosers.parsers import jax_dist, mpi_launch, nccl, torch_dist
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where
@@ -30,7 +31,8 @@ def check(evidence: Evidence) -> list[Finding]:
     coordination = evidence.of(jax_dist.COORDINATION_FAILED)
     jax_init = [exception for exception in evidence.exceptions if _raised_by_jax_initialize(exception)]
     retries = evidence.of(torch_dist.RENDEZVOUS_RETRY)
-    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *ordinal, *rendezvous, *coordination]
+    launch = evidence.of(mpi_launch.LAUNCH_FAILED)
+    signals = [*missing, *duplicate, *checked_in_twice, *invalid, *ordinal, *rendezvous, *coordination, *launch]
     if not signals and not jax_init:
         return _retrying(retries)
     if missing:
@@ -66,6 +68,16 @@ def check(evidence: Evidence) -> list[Finding]:
             "Start every process (num_processes of them, each with its own process_id), check that "
             "coordinator_address names process 0's host and a port the others can reach, and look in the log of a "
             "process named in `Timed out task names` for why it never joined."
+        )
+    elif launch:
+        cause = "the MPI launcher could not start or reach its daemons on the hosts, so no rank ran: " + first_attr(
+            launch, "error"
+        )
+        fix = (
+            "Check that every host accepts passwordless ssh from the launching one (on the port given in "
+            "plm_rsh_args, if any), that the launcher's daemon (Open MPI's orted, Hydra's proxy) is on the remote "
+            "PATH, that the host names in the hostfile resolve to addresses the others can reach, and that no "
+            "firewall blocks the launcher's ports between nodes; the ssh or socket error just above names the host."
         )
     else:
         cause = "the ranks could not rendezvous: " + first_attr(rendezvous, "error")[:200]
