@@ -47,6 +47,8 @@ TRACEBACK_HEADER = "failure.traceback-header"
 NATIVE_ABORT = "failure.native-abort"
 # The run's own word that it ended well; a warning printed near it did not stop it.
 RUN_SUCCEEDED = "failure.run-succeeded"
+# An MPI launcher that lost the daemon on another node: that node's process or pod died.
+LAUNCHER_LOST_DAEMON = "failure.launcher-lost-daemon"
 
 # A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
 FRAME_GAP = 3
@@ -266,6 +268,13 @@ PATTERNS = (
         ['  File "/usr/lib/python3/site-packages/ray/_private/runtime_env/pip.py", line 542, in modify_context'],
     ),
     pattern(TRACEBACK_HEADER, [HEADER], re.escape(HEADER), [HEADER, "[rank1]: " + HEADER]),
+    # Open MPI's ORTE (4.x and older) and PRRTE (5.x) on a remote daemon that vanished, as MPIJob launchers print it.
+    pattern(
+        LAUNCHER_LOST_DAEMON,
+        ["lost communication with a remote daemon"],
+        r"(?P<what>\b(?:ORTE|PRTE|PRRTE) has lost communication with a remote daemon)",
+        ["ORTE has lost communication with a remote daemon.", "PRTE has lost communication with a remote daemon."],
+    ),
 )
 
 

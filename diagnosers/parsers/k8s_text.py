@@ -15,6 +15,8 @@ IMAGE_PULL = "k8s.image-pull"
 OOM_KILLED = "k8s.oom-killed"
 EVICTED = "k8s.evicted"
 CRASH_LOOP = "k8s.crash-loop"
+# A Kubeflow training job's Failed condition: the operator counts the replicas whose pods failed, naming no cause.
+REPLICA_FAILED = "k8s.replica-failed"
 
 PATTERNS = (
     pattern(
@@ -34,6 +36,7 @@ PATTERNS = (
             "queue resource quota insufficient",
             "resource in cluster is overused",
             "No nodes with enough resources",
+            "couldn't assign flavors to pod set",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -45,6 +48,8 @@ PATTERNS = (
         # NVIDIA KAI-Scheduler
         r"|No nodes with enough resources were found:.*"
         r"|\bNotEnoughResources\b.*"
+        # Kueue not admitting a workload, whatever the flavor's reason (no quota, a resource the ClusterQueue lacks)
+        r"|couldn't assign flavors to pod set [\w.-]+:.*"
         # Kueue before 0.2 named no resource
         r"|Workload didn't fit\b.*)",
         [
@@ -64,6 +69,8 @@ PATTERNS = (
             "Warning  Unschedulable  kai-scheduler  No nodes with enough resources were found: 2 node(s) didn't have "
             "enough resources: GPUs.",
             "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
+            "  Warning  Pending  4m23s  kueue-admission  couldn't assign flavors to pod set job: resource cpu "
+            "unavailable in ClusterQueue",
         ],
     ),
     pattern(
@@ -144,6 +151,15 @@ PATTERNS = (
         [
             "      Reason:       CrashLoopBackOff",
             "Warning  BackOff  1m (x20 over 6m)  kubelet  Back-off restarting failed container ray-worker in pod w-0",
+        ],
+    ),
+    pattern(
+        REPLICA_FAILED,
+        ["replica(s) failed"],
+        r"(?P<what>\b\w*Job [\w./-]+ (?:has|is) failed because \d+ \w+ replica\(s\) failed.*)",
+        [
+            "  Message:               TFJob myjob has failed because 1 Worker replica(s) failed.",
+            "PyTorchJob default/pytorch-dist is failed because 2 Worker replica(s) failed.",
         ],
     ),
 )
