@@ -143,6 +143,8 @@ PATTERNS = (
             "Cannot init NVML library",
             '"nvidia-smi": executable file not found',
             'nvidia-smi\\": executable file not found',
+            "system not yet initialized",
+            "Could not resolve Linux kernel version",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -160,6 +162,9 @@ PATTERNS = (
         # dcgm-exporter 4.x's own words, and a container the toolkit gave no driver binaries (the GPU Operator's
         # toolkit validator escapes the quotes in its logfmt message).
         r"|Cannot init NVML library; err: \w+|exec: \\?\"nvidia-smi\\?\": executable file not found in \$PATH"
+        # CUDA error 802 in any tool's words (NVSwitch systems whose fabric manager is not running), and the GPU
+        # Operator's driver container that found no driver packages for the node's kernel.
+        r"|\bsystem not yet initialized\b|Could not resolve Linux kernel version"
         r"|No devices found\. Waiting indefinitely|could not select device driver .*"
         # A device another process holds in exclusive mode, or that the driver could not bring up.
         r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable"
@@ -182,6 +187,8 @@ PATTERNS = (
             "stderr: nvidia-container-cli.real: initialization error: driver error: failed to process request: unknown",
             'time="2021-10-07T15:16:34Z" level=info msg="Error: error validating toolkit installation: exec: '
             '\\"nvidia-smi\\": executable file not found in $PATH"',
+            "Failed to allocate device vector A (error code system not yet initialized)!",
+            "Could not resolve Linux kernel version",
             "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
             "functions before calling NumCudaDevices() that might have already set an error? Error 802: system not "
             "yet initialized",
