@@ -172,6 +172,11 @@ PATTERNS = (
             "VolumeDriver.Create: internal error",
             "volume plugin nvidia-docker",
             "Unknown runtime specified nvidia",
+            "Cannot init NVML library",
+            '"nvidia-smi": executable file not found',
+            'nvidia-smi\\": executable file not found',
+            "system not yet initialized",
+            "Could not resolve Linux kernel version",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -181,11 +186,17 @@ PATTERNS = (
         r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
         r"|The NVIDIA driver on your system is too old|Driver/library version mismatch"
         r"|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|torch\.cuda\.is_available\(\) is False"
-        r"|^\s*No devices were found\s*$|nvidia-container-cli: (?:initialization|requirement) error.*"
+        r"|^\s*No devices were found\s*$|nvidia-container-cli(?:\.real)?: (?:initialization|requirement) error.*"
         r"|CUDA available: False|cuda\.is_available\(\): False|CUDA is not available"
         r"|could not load NVML library|did you configure the NVIDIA Container Toolkit"
         r"|CUDA initialization: CUDA unknown error|Setting the available devices to be zero"
-        r"|Failed to initialize NVML: .*|Unexpected error from cudaGetDeviceCount\(\).*"
+        r"|Failed to initialize NVML\b.*|Unexpected error from cudaGetDeviceCount\(\).*"
+        # dcgm-exporter 4.x's own words, and a container the toolkit gave no driver binaries (the GPU Operator's
+        # toolkit validator escapes the quotes in its logfmt message).
+        r"|Cannot init NVML library; err: \w+|exec: \\?\"nvidia-smi\\?\": executable file not found in \$PATH"
+        # CUDA error 802 in any tool's words (NVSwitch systems whose fabric manager is not running), and the GPU
+        # Operator's driver container that found no driver packages for the node's kernel.
+        r"|\bsystem not yet initialized\b|Could not resolve Linux kernel version"
         r"|No devices found\. Waiting indefinitely|could not select device driver .*"
         # A device another process holds in exclusive mode, or that the driver could not bring up.
         r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable"
@@ -207,6 +218,13 @@ PATTERNS = (
             "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
             "environment. Setting the available devices to be zero.",
             "Failed to initialize NVML: Unknown Error",
+            "Error: Failed to initialize NVML",
+            'time=2026-09-19T20:06:59.547Z level=ERROR msg="Cannot init NVML library; err: ERROR_LIBRARY_NOT_FOUND"',
+            "stderr: nvidia-container-cli.real: initialization error: driver error: failed to process request: unknown",
+            'time="2021-10-07T15:16:34Z" level=info msg="Error: error validating toolkit installation: exec: '
+            '\\"nvidia-smi\\": executable file not found in $PATH"',
+            "Failed to allocate device vector A (error code system not yet initialized)!",
+            "Could not resolve Linux kernel version",
             "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
             "functions before calling NumCudaDevices() that might have already set an error? Error 802: system not "
             "yet initialized",

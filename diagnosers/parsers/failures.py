@@ -47,6 +47,8 @@ TRACEBACK_HEADER = "failure.traceback-header"
 NATIVE_ABORT = "failure.native-abort"
 # The run's own word that it ended well; a warning printed near it did not stop it.
 RUN_SUCCEEDED = "failure.run-succeeded"
+# An MPI launcher that lost the daemon on another node: that node's process or pod died.
+LAUNCHER_LOST_DAEMON = "failure.launcher-lost-daemon"
 
 # A frame's code line and Python 3.11's `^^^^` line come between two frames, or between the last and the exception.
 FRAME_GAP = 3
@@ -276,6 +278,13 @@ PATTERNS = (
             "slurmstepd: error: *** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
             "slurmstepd: error: *** STEP 1234.0 ON gpu-07 CANCELLED AT 2024-04-20T09:09:37 DUE TO NODE FAILURE ***",
         ],
+    ),
+    # Open MPI's ORTE (4.x and older) and PRRTE (5.x) on a remote daemon that vanished, as MPIJob launchers print it.
+    pattern(
+        LAUNCHER_LOST_DAEMON,
+        ["lost communication with a remote daemon"],
+        r"(?P<what>\b(?:ORTE|PRTE|PRRTE) has lost communication with a remote daemon)",
+        ["ORTE has lost communication with a remote daemon.", "PRTE has lost communication with a remote daemon."],
     ),
 )
 

@@ -16,6 +16,8 @@ OOM_KILLED = "k8s.oom-killed"
 EVICTED = "k8s.evicted"
 CRASH_LOOP = "k8s.crash-loop"
 TERMINATED_REASON = "k8s.terminated-reason"
+# A Kubeflow training job's Failed condition: the operator counts the replicas whose pods failed, naming no cause.
+REPLICA_FAILED = "k8s.replica-failed"
 
 PATTERNS = (
     pattern(
@@ -35,6 +37,7 @@ PATTERNS = (
             "queue resource quota insufficient",
             "resource in cluster is overused",
             "No nodes with enough resources",
+            "couldn't assign flavors to pod set",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -46,6 +49,8 @@ PATTERNS = (
         # NVIDIA KAI-Scheduler
         r"|No nodes with enough resources were found:.*"
         r"|\bNotEnoughResources\b.*"
+        # Kueue not admitting a workload, whatever the flavor's reason (no quota, a resource the ClusterQueue lacks)
+        r"|couldn't assign flavors to pod set [\w.-]+:.*"
         # Kueue before 0.2 named no resource
         r"|Workload didn't fit\b.*)",
         [
@@ -65,6 +70,8 @@ PATTERNS = (
             "Warning  Unschedulable  kai-scheduler  No nodes with enough resources were found: 2 node(s) didn't have "
             "enough resources: GPUs.",
             "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
+            "  Warning  Pending  4m23s  kueue-admission  couldn't assign flavors to pod set job: resource cpu "
+            "unavailable in ClusterQueue",
         ],
     ),
     pattern(
@@ -159,5 +166,14 @@ PATTERNS = (
         ["Reason:"],
         r"^\s*Reason:\s+(?!OOMKill)(?P<reason>[A-Z]\w*)\s*$",
         ["      Reason:       Error", "      Reason: Completed"],
+    ),
+    pattern(
+        REPLICA_FAILED,
+        ["replica(s) failed"],
+        r"(?P<what>\b\w*Job [\w./-]+ (?:has|is) failed because \d+ \w+ replica\(s\) failed.*)",
+        [
+            "  Message:               TFJob myjob has failed because 1 Worker replica(s) failed.",
+            "PyTorchJob default/pytorch-dist is failed because 2 Worker replica(s) failed.",
+        ],
     ),
 )

@@ -155,14 +155,19 @@ PATTERNS = (
     ),
     pattern(
         JOB_FAILED,
-        [" failed", "status=FAILED", "FAILED", "TrainingFailedError"],
+        [" failed", "status=FAILED", "FAILED", "TrainingFailedError", "Job failed due to"],
         r"Job '?(?P<job>[\w-]+)'? failed\b|--- Job \S+ failed ---|Job (?:status|state)[:=]? ?FAILED"
+        # `kubectl describe rayjob`: KubeRay's status block and its message for a job that raised
+        r"|^\s*Job Status:\s+FAILED\b|Job failed due to an application error\b"
         r"|(?:Status for job|Job) '[\w-]+': FAILED\b|TrainingFailedError",
         [
             "Job 'raysubmit_V3pgxPzLr1d8vXJc' failed",
             "Status for job 'raysubmit_V3pgxPzLr1d8vXJc': FAILED",
             "--------------------------------------------- Job raysubmit_abc failed ---",
             "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed.",
+            "  Job Status:             FAILED",
+            "  Message:                Job failed due to an application error, last available logs (truncated to "
+            "20,000 chars):",
         ],
     ),
     pattern(

@@ -65,7 +65,11 @@ def _worker_died(evidence: Evidence) -> Finding | None:
         for signal in evidence.of(ray_log.ACTOR_DIED)
         if not (signal.quote.source in succeeded and _logged_as_warning(signal))
     ]
-    died = [*actors, *evidence.of(ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP)]
+    died = [
+        *actors,
+        *evidence.of(ray_log.NODE_DIED, kernel.PROCESS_CRASH, k8s_text.CRASH_LOOP),
+        *evidence.of(k8s_text.REPLICA_FAILED, failures.LAUNCHER_LOST_DAEMON),
+    ]
     evicted = [signal for signal in evidence.of(k8s_text.EVICTED) if "memory" not in signal.quote.text]
     killed = [signal for signal in evidence.of(failures.KILLED_BY_SIGNAL) if not failures.reported_by_shell(signal)]
     signals = [*died, *evicted, *killed]
