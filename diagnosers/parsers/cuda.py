@@ -163,7 +163,6 @@ PATTERNS = (
             "Unexpected error from cudaGetDeviceCount",
             "CUDA driver initialization failed",
             "is/are busy or unavailable",
-            "requested number of devices unavailable",
             "No devices found. Waiting indefinitely",
             "could not select device driver",
             "No NVIDIA GPU found",
@@ -200,8 +199,6 @@ PATTERNS = (
         r"|No devices found\. Waiting indefinitely|could not select device driver .*"
         # A device another process holds in exclusive mode, or that the driver could not bring up.
         r"|CUDA driver initialization failed|CUDA-capable device\(s\) is/are busy or unavailable"
-        # The kubelet admitting a pod whose GPUs the device plugin no longer reports (unhealthy, driver gone).
-        r"|Allocate failed due to requested number of devices unavailable for \S+"
         # nvidia-docker 1.0, whose plugin mounts the driver as a volume, and 2.0, whose runtime docker must be told
         # about.
         r"|Unknown runtime specified nvidia\b.*"
@@ -234,8 +231,6 @@ PATTERNS = (
             "AssertionError: Torch not compiled with CUDA enabled",
             "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
             "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
-            "  Warning  UnexpectedAdmissionError  1m  kubelet  Allocate failed due to requested number of devices "
-            "unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
             "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
             "installed a driver from http://www.nvidia.com/Download/index.aspx",
             "docker: Error response from daemon: create nvidia_driver_396.24: VolumeDriver.Create: internal error, "

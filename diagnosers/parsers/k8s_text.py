@@ -38,6 +38,7 @@ PATTERNS = (
             "resource in cluster is overused",
             "No nodes with enough resources",
             "couldn't assign flavors to pod set",
+            "requested number of devices unavailable",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -52,7 +53,9 @@ PATTERNS = (
         # Kueue not admitting a workload, whatever the flavor's reason (no quota, a resource the ClusterQueue lacks)
         r"|couldn't assign flavors to pod set [\w.-]+:.*"
         # Kueue before 0.2 named no resource
-        r"|Workload didn't fit\b.*)",
+        r"|Workload didn't fit\b.*"
+        # The kubelet refusing a pod the scheduler placed on a node whose GPUs are taken or went unhealthy.
+        r"|Allocate failed due to requested number of devices unavailable for \S+.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -61,6 +64,8 @@ PATTERNS = (
             "couldn't assign flavors to pod set workers: insufficient unused quota for nvidia.com/gpu in flavor "
             "gpu-a100, 8 more needed",
             "0/3 nodes are unavailable: 3 Insufficient nvidia.com/gpu.",
+            "Message:        Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
+            "Requested: 1, Available: 0, which is unexpected",
             "  Warning  PodGroupPending  7m43s  vc-controller-manager  PodGroup default:job-sample unschedule,reason: "
             "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 "
             "Unschedulable",
