@@ -203,11 +203,11 @@ PATTERNS = (
         [
             "cannot be scheduled right now",
             "No available node types",
+            "Add suitable node types",
             "Infeasible",
             "could not find a node type",
             "failed to schedule because there are not enough resources",
             "but the cluster only has",
-            "Add suitable node types",
         ],
         # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them;
         # Ray 1.x's autoscaler ends its line at `request:` and lists the bundles on the next. The needles stop short of
@@ -220,16 +220,18 @@ PATTERNS = (
         r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request:\s*\[)"
         r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND + r"|cannot be scheduled right now\. It requires "
         r"(?P<placement>\{[^{}]*\}(?:, \{[^{}]*\})*) for (?:execution|placement)"
+        # The autoscaler's request and advice, when a paste broke the line before the request.
+        r"|(?P<advised>\{[^{}]*\})\)?\. Add suitable node types to this cluster"
         r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources"
         # Ray Tune, when no trial has started for a minute: what a trial asks for against what the cluster has.
-        r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has"
-        # The autoscaler's request and advice, when a paste broke the line before the request.
-        r"|(?P<advised>\{[^{}]*\})\)?\. Add suitable node types to this cluster",
+        r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has",
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
             "Error: No available node types can fulfill resource request {'GPU': 4.0}. Add suitable node types "
             "to this cluster to resolve this issue.",
+            "loading error2.jpg…](){'GPU': 1.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this "
+            "issue.",
             "(autoscaler +8m46s) Error: No available node types can fulfill resource request defaultdict(<class "
             "'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
             "WARNING resource_demand_scheduler.py:838 -- The autoscaler could not find a node type to satisfy the "
@@ -245,8 +247,6 @@ PATTERNS = (
             "trial is running and no new trial has been started within the last 60 seconds. This could be due to the "
             "cluster not having enough resources available. You asked for 8.0 CPUs and 4.0 GPUs per trial, but the "
             "cluster only has 4.0 CPUs and 0 GPUs available.",
-            "loading error2.jpg…](){'GPU': 1.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this "
-            "issue.",
         ],
         wraps=True,
     ),
