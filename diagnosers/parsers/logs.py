@@ -145,6 +145,7 @@ class LogParser:
         # lines quotes the line the message began on.
         head: Quote | None = None
         head_end = 0
+        head_kinds: set[str] = set()
         try:
             for hit in self._scanner.scan(stream, on_long_line, on_binary, passed_over, recount):
                 if hit.needles <= self._step_needles:
@@ -171,10 +172,12 @@ class LogParser:
                 wrapped = any(line_pattern.wraps for line_pattern, _ in matched)
                 continues_a_message = head is not None and head.line < hit.line <= head_end
                 if continues_a_message:
-                    signals = [replace(signal, quote=head) for signal in signals]
+                    # A kind the head line already gave is the same message read again from its tail.
+                    signals = [replace(signal, quote=head) for signal in signals if signal.kind not in head_kinds]
                 elif wrapped:
                     head = Quote(source, hit.line, hit.text)
                     head_end = hit.line + _continued_lines(tool_text, following)
+                    head_kinds = {signal.kind for signal in signals}
                 parsed.signals.extend(signals)
                 # A repeat reuses these signals at its own line: only where they read this line alone.
                 if hit.raw and self._traceback_needle not in hit.needles and not (wrapped or continues_a_message):

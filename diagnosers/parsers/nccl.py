@@ -186,6 +186,7 @@ PATTERNS = (
             "Net : Call to",
             "Error encountered progressing operation=Connect",
             "connectFullMesh failed",
+            "Proxy Call to rank",
             "no socket interface found",
             "neither AF_INET",
             "WARN: Function:",
@@ -214,7 +215,8 @@ PATTERNS = (
         r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
         r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*"
         r"|Net\s*:\s*(?:Connection (?:closed|reset|refused|timed out)|Call to \w+\b.*failed)\b.*"
-        r"|\[Service thread\] Error encountered progressing operation=Connect\b.*)|"
+        r"|\[Service thread\] Error encountered progressing operation=Connect\b.*"
+        r"|Proxy Call to rank \d+ failed \(Connect\).*)|"
         # An IB work completion that failed, in any plugin's tag (NET/IB, NET/IBext, NET/IBP), quoted anywhere.
         r"(?P<completion>NET/IB\w*\s*:\s*Got completion (?:from peer \S+ )?with (?:status=|error )\d+.*)|"
         r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)"
@@ -246,6 +248,7 @@ PATTERNS = (
             "(Send)",
             "Net : Connection closed by remote peer user<50260>",
             "[Service thread] Error encountered progressing operation=Connect, res=3, closing connection",
+            "Proxy Call to rank 0 failed (Connect)",
             "[rank0]: Bootstrap : no socket interface found",
             "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
             "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "

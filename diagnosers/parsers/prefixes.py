@@ -54,8 +54,8 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("compose", r"[A-Za-z0-9][\w.-]*[-_.]\d+ +\| ", True),
     ("srun_label", r" *\d+: ", True),
     ("pdsh", rf"{_PDSH_HOST}: ", True),
-    # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`.
-    ("ansi", r"\x1b?\[[\d;]*m ?", False),
+    # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`, syslog writes it `#033`.
+    ("ansi", r"(?:\x1b|#033)?\[[\d;]*m ?", False),
     # A markdown quote (`> `, nested `> > `); `>>> ` is Python's prompt and keeps its text.
     ("markdown_quote", r"> ", False),
 )

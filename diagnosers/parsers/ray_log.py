@@ -36,6 +36,7 @@ PATTERNS = (
             "kill details",
             "exceeded threshold of",
             "address the out of memory issue",
+            "Workers (tasks /",
         ],
         r"(?P<what>Task was killed due to the node running low on memory"
         r"|[1-9]\d* worker\(s\) were killed due to the node running low on memory"
@@ -64,6 +65,8 @@ PATTERNS = (
             "(ActorModelRayActor pid=8249) Refer to the documentation on how to address the out of memory issue: "
             "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more",
         ],
+        # The raylet's summary is one long line that syslog or a terminal breaks, often inside `(tasks / actors)`.
+        wraps=True,
     ),
     pattern(
         ACTOR_DIED,
@@ -126,11 +129,21 @@ PATTERNS = (
     ),
     pattern(
         NODE_DIED,
-        ["node has died", "NodeDiedError", "has been marked dead", "marked as dead", "mistakenly been marked"],
+        [
+            "node has died",
+            "NodeDiedError",
+            "has been marked dead",
+            "marked as dead",
+            "mistakenly been marked",
+            "Failed to connect to GCS within",
+        ],
         # The GCS's `detector` (Ray < 1.0: the `monitor`, naming a `client ID`) on a node it stopped hearing from, and
         # the raylet's own fatal line on learning it (Ray 1.x spells it `beem`).
         r"(?P<what>node has died|NodeDiedError|has been marked dead because the (?:detector|monitor) has missed too "
-        r"many heartbeats|This node has bee[nm] marked as dead|node manager has mistakenly been marked (?:as )?dead)",
+        r"many heartbeats|This node has bee[nm] marked as dead|node manager has mistakenly been marked (?:as )?dead"
+        # A raylet or driver that lost the GCS for a minute exits with it (a fatal check, or `The program will
+        # terminate.`): its node or the head went away.
+        r"|Failed to connect to GCS within \d+ seconds)",
         [
             "The actor died because its node has died. Node Id: 8e2b",
             "The node with node id: 3f and address: 10.0.0.9 and node name: 10.0.0.9 has been marked dead "
@@ -139,6 +152,11 @@ PATTERNS = (
             "because the monitor has missed too many heartbeats from it.",
             "[2022-02-16 12:46:52,789 C 149 149] node_manager.cc:170: This node has beem marked as dead.",
             "Exiting because this node manager has mistakenly been marked dead by the monitor.",
+            "[2022-07-25 08:35:40,492 C 273 339] (raylet) gcs_rpc_client.h:537:  Check failed: absl::ToInt64Seconds("
+            "absl::Now() - gcs_last_alive_time_) < ::RayConfig::instance().gcs_rpc_server_reconnect_timeout_s() "
+            "Failed to connect to GCS within 60 seconds",
+            "[2024-05-26 11:26:16,798 E 177479 178526] gcs_rpc_client.h:554: Failed to connect to GCS within 60 "
+            "seconds. GCS may have been killed.",
         ],
     ),
     # Ray 2.x's driver on its raylet's unexpected end; the list of possible reasons after it (SIGKILL, the OOM killer,
@@ -194,6 +212,7 @@ PATTERNS = (
         [
             "cannot be scheduled right now",
             "No available node types",
+            "Add suitable node types",
             "Infeasible",
             "could not find a node type",
             "failed to schedule because there are not enough resources",
@@ -211,6 +230,8 @@ PATTERNS = (
         r"requests? |Infeasible\w*:?.*?|could not find a node type to satisfy the request:\s*\[)"
         r"(?:defaultdict\(<class '\w+'>, )?" + _DEMAND + r"|cannot be scheduled right now\. It requires "
         r"(?P<placement>\{[^{}]*\}(?:, \{[^{}]*\})*) for (?:execution|placement)"
+        # The autoscaler's request and advice, when a paste broke the line before the request.
+        r"|(?P<advised>\{[^{}]*\})\)?\. Add suitable node types to this cluster"
         r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources"
         # Ray Tune, when no trial has started for a minute: what a trial asks for against what the cluster has.
         r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has"
@@ -221,6 +242,8 @@ PATTERNS = (
             "This is likely due to all cluster resources being claimed by actors.",
             "Error: No available node types can fulfill resource request {'GPU': 4.0}. Add suitable node types "
             "to this cluster to resolve this issue.",
+            "loading error2.jpg…](){'GPU': 1.0, 'CPU': 1.0}. Add suitable node types to this cluster to resolve this "
+            "issue.",
             "(autoscaler +8m46s) Error: No available node types can fulfill resource request defaultdict(<class "
             "'float'>, {'CPU': 2.0, 'GPU': 2.0}). Add suitable node types to this cluster to resolve this issue.",
             "WARNING resource_demand_scheduler.py:838 -- The autoscaler could not find a node type to satisfy the "
@@ -240,6 +263,16 @@ PATTERNS = (
             "Potential causes include: (1) temporary insufficient cluster resources while waiting for autoscaling",
         ],
         wraps=True,
+    ),
+    # Ray Tune <= 1.x raised this instead of queueing a trial no node could ever hold.
+    pattern(
+        INFEASIBLE_DEMAND,
+        ["Insufficient cluster resources to launch trial"],
+        r"Insufficient cluster resources to launch trial: trial requested (?P<per_trial>[\d.]+ CPUs, [\d.]+ GPUs)",
+        [
+            "ray.tune.error.TuneError: Insufficient cluster resources to launch trial: trial requested 11 CPUs, 1 "
+            "GPUs but the cluster has only 4 CPUs, 1 GPUs, 1.37 GiB heap, 0.44 GiB objects.",
+        ],
     ),
     pattern(
         DASHBOARD_UNREACHABLE,
@@ -297,12 +330,13 @@ PATTERNS = (
         # `+ `, a prompt's `$ `) at the start of the line, before what it prints.
         r"Using address (?P<address>https?://\S+)|\bray job submit\b.*?--address[= ](?P<submit_address>https?://\S+)"
         r"|RAY_ADDRESS=[\"']?(?P<env_address>https?://[^\s\"']+)[\"']? ray job submit\b"
-        r"|^(?:[+$#>] )?(?P<command>ray job submit)\b",
+        r"|^(?:[+$#>] |(?:\(\S+\) )?[\w.-]+@[\w.-]+:\S*[#$] ?)?(?P<command>ray job submit)\b",
         [
             "Using address http://raycluster-head-svc:8265 (no port-forwarding)",
             "Ray command: [ray job submit --address http://127.0.0.1:8265 --working-dir ./ -- python train.py]",
             'RAY_ADDRESS="http://10.0.0.4:8265" ray job submit --working-dir ./ -- python script.py',
             "+ ray job submit --runtime-env=verl/trainer/runtime_env.yaml --no-wait -- python3 -m verl.trainer.main",
+            "root@head-node:~/1# ray job submit --working-dir /root/1 -- python 1.py",
         ],
     ),
     pattern(
@@ -320,11 +354,15 @@ PATTERNS = (
     ),
     pattern(
         HTTP_CONNECT_FRAME,
-        ["urllib3/connection.py", "urllib3/util/connection.py"],
-        r'^\s*File "[^"]*urllib3/(?:util/)?connection\.py", line \d+, in (?P<function>_new_conn|create_connection)\b',
+        ["urllib3/connection.py", "urllib3/util/connection.py", "urllib3/connectionpool.py"],
+        # The request itself (`urlopen`) too: a dashboard address that answers in another protocol (the GCS port)
+        # fails there, in `getresponse`. A paste through a forum may have turned the quotes curly.
+        r'^\s*File ["“][^"”]*urllib3/(?:(?:util/)?connection\.py["”], line \d+, in (?P<function>_new_conn'
+        r'|create_connection)\b|connectionpool\.py["”], line \d+, in (?P<request>urlopen)\b)',
         [
             '  File "/opt/conda/lib/python3.10/site-packages/urllib3/connection.py", line 198, in _new_conn',
             '  File "/usr/lib/python3/dist-packages/urllib3/util/connection.py", line 85, in create_connection',
+            "File “/usr/local/lib/python3.9/site-packages/urllib3/connectionpool.py”, line 703, in urlopen",
         ],
     ),
     pattern(

@@ -132,6 +132,8 @@ PATTERNS = (
         # The TCPStore client of PyTorch <= 1.10 (`connect() timed out. Original timeout was 60000 ms.`) and its
         # store operations (`Socket Timeout`, 2.4's `DistStoreError: wait timeout after 100ms, keys: ...`).
         r"|\bconnect\(\) timed out\b.*|\bRuntimeError: Socket Timeout\b.*|DistStoreError: .*"
+        # The store's error wrapped by the caller that re-raised it (Ray: `RayTaskError(DistStoreError)`).
+        r"|\w+Error\(DistStoreError\).*"
         # A rank that never got rank 0's NCCL id through the store (rank 0 absent, crashed or elsewhere), and a
         # collective in a script started without any process group (plain `python` instead of a launcher).
         r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*got error: .*"
@@ -158,6 +160,8 @@ PATTERNS = (
             "  what():  connect() timed out",
             "RuntimeError: Socket Timeout",
             "torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /default_pg/0//cuda//0",
+            "ray.exceptions.RayTaskError(DistStoreError): ray::_Inner.train() (pid=9544, ip=10.0.0.2, "
+            "repr=TorchTrainer)",
             "RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
             "store by key '0', but store->get('0') got error: Socket Timeout",
             "RuntimeError: Default process group has not been initialized, please make sure to call "

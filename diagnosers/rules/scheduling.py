@@ -63,7 +63,7 @@ def _insufficient(evidence: Evidence) -> Finding | None:
     demand = next(
         (
             value
-            for name in ("demand", "placement", "shapes", "per_trial")
+            for name in ("demand", "placement", "shapes", "per_trial", "advised")
             if (value := first_attr([*infeasible, *pending], name))
         ),
         "",

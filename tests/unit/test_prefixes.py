@@ -36,6 +36,8 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
         "(raylet, ip=10.0.0.2) ",
         "\x1b[36m(RayTrainWorker pid=1234, ip=10.0.0.1)\x1b[0m ",
         "[36m(RayTrainWorker pid=1234, ip=10.0.0.1)[0m ",
+        # rsyslog writes the escape character as `#033`.
+        "#033[2m#033[36m(RayTrainWorker pid=1234, ip=10.0.0.1)#033[0m ",
         "2024-11-22T10:42:17.123456789Z ",
         "2024-11-22T10:42:17.123456789+01:00 ",
         "1700000000000\t",
