@@ -279,6 +279,13 @@ PATTERNS = (
             "slurmstepd: error: *** STEP 1234.0 ON gpu-07 CANCELLED AT 2024-04-20T09:09:37 DUE TO NODE FAILURE ***",
         ],
     ),
+    # Open MPI's ORTE (4.x and older) and PRRTE (5.x) on a remote daemon that vanished, as MPIJob launchers print it.
+    pattern(
+        LAUNCHER_LOST_DAEMON,
+        ["lost communication with a remote daemon"],
+        r"(?P<what>\b(?:ORTE|PRTE|PRRTE) has lost communication with a remote daemon)",
+        ["ORTE has lost communication with a remote daemon.", "PRTE has lost communication with a remote daemon."],
+    ),
     # Slurm could not start the job at all: the step's program could not be executed on the node, the job container
     # plugin could not join the job's namespace, the node's prolog failed and the allocation was revoked.
     pattern(
@@ -292,13 +299,6 @@ PATTERNS = (
             "salloc: Prolog failure on node k003-006",
             "salloc: error: Job allocation 235454 has been revoked",
         ],
-    ),
-    # Open MPI's ORTE (4.x and older) and PRRTE (5.x) on a remote daemon that vanished, as MPIJob launchers print it.
-    pattern(
-        LAUNCHER_LOST_DAEMON,
-        ["lost communication with a remote daemon"],
-        r"(?P<what>\b(?:ORTE|PRTE|PRRTE) has lost communication with a remote daemon)",
-        ["ORTE has lost communication with a remote daemon.", "PRTE has lost communication with a remote daemon."],
     ),
 )
 
