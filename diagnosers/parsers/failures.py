@@ -265,6 +265,20 @@ PATTERNS = (
         r"(?P<what>\b(?:ORTE|PRTE|PRRTE) has lost communication with a remote daemon)",
         ["ORTE has lost communication with a remote daemon.", "PRTE has lost communication with a remote daemon."],
     ),
+    # Slurm could not start the job at all: the step's program could not be executed on the node, the job container
+    # plugin could not join the job's namespace, the node's prolog failed and the allocation was revoked.
+    pattern(
+        FATAL_LINE,
+        ["execve():", "container_g_join failed", "Prolog failure", "has been revoked"],
+        r"(?P<what>\bslurmstepd(?:-\S+)?: error: (?:execve\(\)|container_g_join failed): .*"
+        r"|\b(?:salloc|srun|sbatch): (?:error: )?(?:Prolog failure on node \S+|Job allocation \d+ has been revoked))",
+        [
+            "slurmstepd: error: execve(): /tmp/slurmd/job00089/slurm_script: No such file or directory",
+            "slurmstepd: error: container_g_join failed: 119383",
+            "salloc: Prolog failure on node k003-006",
+            "salloc: error: Job allocation 235454 has been revoked",
+        ],
+    ),
 )
 
 

@@ -181,4 +181,17 @@ PATTERNS = (
             "PyTorchJob default/pytorch-dist is failed because 2 Worker replica(s) failed.",
         ],
     ),
+    # SLURM's container plugin (NVIDIA pyxis) when enroot cannot import `--container-image`, and the enroot log
+    # line it prints below, naming the registry's refusal (401 for a private image asked for anonymously).
+    pattern(
+        IMAGE_PULL,
+        ["failed to import docker image", "returned error code: "],
+        r"(?P<what>\bpyxis: failed to import docker image\b.*"
+        r"|\[ERROR\] URL https?://\S+ returned error code: [45]\d\d\b.*)",
+        [
+            "slurmstepd: error: pyxis: failed to import docker image",
+            "slurmstepd: error: pyxis:     [ERROR] URL https://registry-1.docker.io/v2/library/nemo/manifests/24.01 "
+            "returned error code: 401 Unauthorized",
+        ],
+    ),
 )
