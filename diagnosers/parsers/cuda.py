@@ -176,6 +176,8 @@ PATTERNS = (
             'nvidia-smi\\": executable file not found',
             "system not yet initialized",
             "Could not resolve Linux kernel version",
+            "No supported gpu backend found",
+            "can not run on your system since the accelerator is not available",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -202,7 +204,11 @@ PATTERNS = (
         # nvidia-docker 1.0, whose plugin mounts the driver as a volume, and 2.0, whose runtime docker must be told
         # about.
         r"|Unknown runtime specified nvidia\b.*"
-        r"|create nvidia_driver_[\d.]+: .*(?:VolumeDriver\.Create: internal error|volume plugin nvidia-docker).*)",
+        r"|create nvidia_driver_[\d.]+: .*(?:VolumeDriver\.Create: internal error|volume plugin nvidia-docker).*"
+        # PyTorch Lightning's accelerator connector, 1.6-1.7 (`GPUAccelerator`) and 1.8+ (`CUDAAccelerator`, `No
+        # supported gpu backend found!`).
+        r"|No supported gpu backend found!?|(?:GPU|CUDA)Accelerator can not run on your system since the accelerator "
+        r"is not available)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -236,6 +242,10 @@ PATTERNS = (
             "docker: Error response from daemon: create nvidia_driver_396.24: VolumeDriver.Create: internal error, "
             "check logs for details.",
             "docker: Error response from daemon: Unknown runtime specified nvidia.",
+            "lightning.fabric.utilities.exceptions.MisconfigurationException: No supported gpu backend found!",
+            'MisconfigurationException("GPUAccelerator can not run on your system since the accelerator is not '
+            "available. The following accelerator(s) is available and can be passed into `accelerator` argument of "
+            "`Trainer`: ['cpu'].\")",
         ],
     ),
     pattern(

@@ -190,6 +190,7 @@ PATTERNS = (
             "no socket interface found",
             "neither AF_INET",
             "WARN: Function:",
+            "connect returned",
         ],
         # NCCL 2.0-2.2 printed `file:line WARN` without the word NCCL, aws-ofi-nccl up to 1.0 `WARN: Function: f
         # Line: N:`; a line that ends in `retrying` is a connect that NCCL tries again (it fails later with its own
@@ -220,7 +221,10 @@ PATTERNS = (
         # An IB work completion that failed, in any plugin's tag (NET/IB, NET/IBext, NET/IBP), quoted anywhere.
         r"(?P<completion>NET/IB\w*\s*:\s*Got completion (?:from peer \S+ )?with (?:status=|error )\d+.*)|"
         r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)"
-        r"|(?P<gloo_mesh>Gloo connectFullMesh failed\b.*)",
+        r"|(?P<gloo_mesh>Gloo connectFullMesh failed\b.*)"
+        # NCCL 2.19+ counts its INFO-level connect retries (`retrying (34/34)`): the last one failing means it gave up.
+        r"|NCCL INFO (?:socket\w*:\s*)?(?P<retries_exhausted>(?:[Cc]all to )?connect returned [^,]+, "
+        r"retrying \((?P<attempt>\d+)/(?P=attempt)\).*)",
         [
             "h1:22:31 [2] NCCL WARN NET/Socket : Connection closed by remote peer 10.0.0.7<45678>",
             "h2:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h3<4000>",
@@ -255,6 +259,8 @@ PATTERNS = (
             "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
             "WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid "
             "argument",
+            "h9:3:4 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (34/34) after sleep "
+            "for 3400 msec",
         ],
     ),
     pattern(
