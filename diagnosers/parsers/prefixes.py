@@ -54,8 +54,9 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("compose", r"[A-Za-z0-9][\w.-]*[-_.]\d+ +\| ", True),
     ("srun_label", r" *\d+: ", True),
     ("pdsh", rf"{_PDSH_HOST}: ", True),
-    # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`.
-    ("ansi", r"\x1b?\[[\d;]*m ?", False),
+    # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`. Not the `[m` of a
+    # bracketed tag such as a log shipper's `[mlflow] `.
+    ("ansi", r"\x1b?\[[\d;]*m(?![\w-]*\]) ?", False),
     # A markdown quote (`> `, nested `> > `); `>>> ` is Python's prompt and keeps its text.
     ("markdown_quote", r"> ", False),
 )
