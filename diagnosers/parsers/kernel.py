@@ -48,8 +48,9 @@ PATTERNS = (
         # Driver 570 splits "The NVIDIA GPU ... / NVRM: fallen off the bus" over lines, without "has".
         r"(?P<what>(?:has |NVRM: )fallen off the bus|uncorrectable ECC error encountered|GPU is lost"
         r"|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|uncorrectable NVLink error detected"
-        # nvidia-smi on a GPU the driver lost (it names the reason, `GPU is lost` or `Unknown Error`).
-        r"|Unable to determine the device handle for GPU [\w:.]+: .*"
+        # nvidia-smi on a GPU the driver lost (it names the reason, `GPU is lost` or `Unknown Error`); some builds
+        # print no space before the bus id.
+        r"|Unable to determine the device handle for GPU ?[\w:.]+: .*"
         # The driver could not bring the GPU up at all (often after an Xid 79).
         r"|RmInitAdapter failed!.*)",
         [
@@ -59,6 +60,7 @@ PATTERNS = (
             "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to "
             "recover this GPU",
             "Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error",
+            "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error",
             "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
             "[   12.345678] NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0xffff:1290)",
         ],

@@ -18,6 +18,8 @@ from diagnosers.parsers.signals import pattern
 
 SERVER_UNREACHABLE = "mlflow.unreachable"
 HTTP_ERROR_CAUSE = "mlflow.http-error-cause"
+ARTIFACT_CREDENTIALS = "mlflow.artifact-credentials"
+RUN_LINK = "mlflow.run-link"
 
 _REFUSING_STATUS = r"(?:429|5\d\d)"
 
@@ -63,5 +65,36 @@ PATTERNS = (
         ["error responses"],
         rf"too many (?P<status>{_REFUSING_STATUS}) error responses",
         ["ResponseError('too many 429 error responses'))"],
+    ),
+    pattern(
+        SERVER_UNREACHABLE,
+        ["WORKER TIMEOUT", ".server: Exception on", "OperationalError)"],
+        # The server failing in its own words, on a line that names MLflow (its logger, a container or shipper's
+        # prefix, the client's exception): gunicorn killing a worker stuck on a request, Flask's handler error, the
+        # backend store's database error wrapped in the client's exception.
+        r"(?=.*(?:mlflow|MLflow|MLFLOW)).*?(?P<what>\[CRITICAL\] WORKER TIMEOUT \(pid:\d+\)"
+        r"|mlflow\.server: Exception on (?P<url>\S+).*|MlflowException: \((?:\w+\.)*OperationalError\).*)",
+        [
+            "[mlflow] [2023-02-25 20:37:00] [2023-02-25 20:37:00 +0000] [18] [CRITICAL] WORKER TIMEOUT (pid:361)",
+            "mlflow_server  | [2024-05-20 18:47:23 +0900] [22] [CRITICAL] WORKER TIMEOUT (pid:87)",
+            "2019/10/22 08:05:53 ERROR mlflow.server: Exception on /ajax-api/2.0/preview/mlflow/artifacts/list [GET]",
+            "mlflow.exceptions.MlflowException: (pymysql.err.OperationalError) (1213, 'Deadlock found when trying to "
+            "get lock; try restarting transaction')",
+        ],
+    ),
+    pattern(
+        ARTIFACT_CREDENTIALS,
+        ["CredentialsError: "],
+        # boto3 has no credentials for the s3:// artifact location the run was given; the services rule counts it
+        # only where the same log shows MLflow at work, since a job reading its data from S3 raises it too.
+        r"(?:No|Partial)CredentialsError: .*",
+        ["botocore.exceptions.NoCredentialsError: Unable to locate credentials"],
+    ),
+    pattern(
+        RUN_LINK,
+        ["View run ", "View experiment at"],
+        # MLflow 2.10+ prints the run's and the experiment's UI links when a run ends.
+        r"View (?:run \S+|experiment) at: (?P<url>https?://\S+)",
+        ["View run ambitious-stork-407 at: http://mlflow:5000/#/experiments/1/runs/f2bf15ac4ef744e0"],
     ),
 )

@@ -55,7 +55,8 @@ _LAYERS: tuple[tuple[str, str, bool], ...] = (
     ("srun_label", r" *\d+: ", True),
     ("pdsh", rf"{_PDSH_HOST}: ", True),
     # Ray colours its prefix; a paste often loses the escape character and keeps `[36m`, syslog writes it `#033`.
-    ("ansi", r"(?:\x1b|#033)?\[[\d;]*m ?", False),
+    # Not the `[m` of a bracketed tag such as a log shipper's `[mlflow] `.
+    ("ansi", r"(?:\x1b|#033)?\[[\d;]*m(?![\w-]*\]) ?", False),
     # A markdown quote (`> `, nested `> > `); `>>> ` is Python's prompt and keeps its text.
     ("markdown_quote", r"> ", False),
 )

@@ -72,11 +72,15 @@ def _raised(signals: list[Signal], evidence: Evidence, marker: str) -> bool:
 
 
 def _mlflow(evidence: Evidence) -> Finding | None:
-    signals = evidence.of(mlflow_log.SERVER_UNREACHABLE)
+    signals = [*evidence.of(mlflow_log.SERVER_UNREACHABLE), *_artifact_store_refusals(evidence)]
     collector = _collector_quotes(evidence, _MLFLOW_SOURCES)
     if not signals and not collector:
         return None
-    fatal = _raised(signals, evidence, "MlflowException") or _raised(signals, evidence, "mlflow")
+    fatal = (
+        _raised(signals, evidence, "MlflowException")
+        or _raised(signals, evidence, "mlflow")
+        or _raised(signals, evidence, "CredentialsError")
+    )
     causes = _wrapped_causes(evidence.of(mlflow_log.HTTP_ERROR_CAUSE), signals)
     severity = Severity.CRITICAL if fatal and evidence.meta.status.upper() != "RUNNING" else Severity.WARNING
     if any("429" in signal.quote.text for signal in [*signals, *causes]):
@@ -96,6 +100,17 @@ def _mlflow(evidence: Evidence) -> Finding | None:
         title = "MLflow tracking server unreachable"
     quotes = [*(cause.quote for cause in causes), *collector]
     return finding(MLFLOW_UNREACHABLE, severity, 0.85, title, detail, signals, quotes)
+
+
+def _artifact_store_refusals(evidence: Evidence) -> list[Signal]:
+    """boto3's missing-credentials errors in a log that shows MLflow at work (its run link, or a traceback through
+    MLflow's code): the artifact store refused the run's upload."""
+    mlflow_logs = {signal.quote.source for signal in evidence.of(mlflow_log.RUN_LINK)} | {
+        exception.quote.source
+        for exception in evidence.exceptions
+        if any("mlflow" in frame.file for frame in exception.frames)
+    }
+    return [signal for signal in evidence.of(mlflow_log.ARTIFACT_CREDENTIALS) if signal.quote.source in mlflow_logs]
 
 
 def _wrapped_causes(causes: list[Signal], signals: list[Signal]) -> list[Signal]:

@@ -110,6 +110,7 @@ def test_ray_repeated_suffix_is_dropped_with_its_hint() -> None:
         "Epoch 3: 100%|██████████| 50/50 [00:10<00:00]",
         "|  0 | model | Linear | 1.2 K",
         "run_training_epoch |  91.657                |  1                    |  91.657               |",
+        "[mlflow] [2023-02-25 20:37:00] [2023-02-25 20:37:00 +0000] [18] [CRITICAL] WORKER TIMEOUT (pid:361)",
         "Total |  - |  1397 |  99.734 |  100 % ",
         ">>> import torch",
         "**kwargs are passed to the model",

@@ -131,3 +131,20 @@ def test_the_dashboard_agent_process_traceback_is_the_dashboard_dying(tmp_path):
         "grpc.experimental.aio._call.AioRpcError: <AioRpcError of RPC that terminated with:",
     )
     assert DASHBOARD_UNREACHABLE in found
+
+
+NO_CREDENTIALS = "botocore.exceptions.NoCredentialsError: Unable to locate credentials"
+
+
+def test_missing_s3_credentials_after_an_mlflow_run_link_is_the_artifact_store(tmp_path):
+    found = findings(
+        tmp_path,
+        "🏃 View run calm-owl-12 at: http://mlflow.mlflow.svc:5000/#/experiments/1/runs/0a1b2c3d4e5f",
+        NO_CREDENTIALS,
+    )
+    assert found[MLFLOW_UNREACHABLE].severity == Severity.CRITICAL
+
+
+def test_missing_s3_credentials_with_no_sign_of_mlflow_is_not_mlflow(tmp_path):
+    found = findings(tmp_path, "Loading shards from s3://datasets/train/", NO_CREDENTIALS)
+    assert MLFLOW_UNREACHABLE not in found
