@@ -41,6 +41,7 @@ PATTERNS = (
             "requested number of devices unavailable",
             "required for gang scheduling",
             "no nodes with enough resources",
+            "Node didn't have enough resource:",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -60,7 +61,9 @@ PATTERNS = (
         r"|Allocate failed due to requested number of devices unavailable for \S+.*"
         # KAI-Scheduler's PodGroup condition for a gang only part of which fits, and its lower-case reason after it
         r"|Resources were found for \d+ pods? while \d+ (?:is|are) required for gang scheduling\b.*"
-        r"|no nodes with enough resources were found:.*)",
+        r"|no nodes with enough resources were found:.*"
+        # The kubelet rejecting at admission a pod placed on a node short of it (reason OutOfmemory, OutOfcpu, ...)
+        r"|Node didn't have enough resource: [\w./-]+.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -85,6 +88,8 @@ PATTERNS = (
             "condition message: PodSchedulingErrors: Resources were found for 2 pods while 4 are required for gang "
             "scheduling. Additional pods cannot be scheduled due to: no nodes with enough resources were found: 2 "
             "node(s) didn't have enough resources: GPUs.",
+            "Message:          Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, "
+            "used: 32290433792, capacity: 32457011200",
         ],
     ),
     pattern(
