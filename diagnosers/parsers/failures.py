@@ -279,6 +279,32 @@ PATTERNS = (
             "salloc: error: Job allocation 235454 has been revoked",
         ],
     ),
+    # Go programs of the Kubernetes stack: a klog/glog line of severity F, which Fatalf writes before the process
+    # exits, and a controller-runtime (zap console) ERROR line, on which an operator gave up on an object (a pod it
+    # could not create, a child Job the API server rejected). A conflict on a stale object is retried; left out.
+    pattern(
+        FATAL_LINE,
+        [".go:", "\tERROR\t"],
+        r"(?:^|\s)F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+\.go:\d+\] (?P<message>\S.*)"
+        r"|(?:^|\t)ERROR\t(?!.*\bthe object has been modified\b)(?P<error>\S.*)",
+        [
+            "F0503 14:02:46.124035     756 main.go:365] Failed to wait for worker container: unable to find main pid "
+            "from the process list [1 756]",
+            "2024-06-12T16:04:27.127Z\tERROR\tcontrollers.RayCluster\tServiceAccount foo is not found. Please create "
+            'one.\t{"ServiceAccount": "data-processing/foo"}',
+        ],
+    ),
+    # The kubelet refusing a pod at admission: it failed before it ran. The device rules name the causes they know
+    # (the node's GPUs taken, a GPU lost); any other reason is quoted.
+    pattern(
+        FATAL_LINE,
+        ["Allocate failed due to"],
+        r"(?P<message>\bAllocate failed due to .*)",
+        [
+            "  message: Pod Allocate failed due to pod d65f09ad container wait-gcs-ready unable to find GPU device "
+            "allocation by scheduler, which is unexpected",
+        ],
+    ),
 )
 
 

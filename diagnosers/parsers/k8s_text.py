@@ -39,6 +39,9 @@ PATTERNS = (
             "No nodes with enough resources",
             "couldn't assign flavors to pod set",
             "requested number of devices unavailable",
+            "required for gang scheduling",
+            "no nodes with enough resources",
+            "Node didn't have enough resource:",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -55,7 +58,12 @@ PATTERNS = (
         # Kueue before 0.2 named no resource
         r"|Workload didn't fit\b.*"
         # The kubelet refusing a pod the scheduler placed on a node whose GPUs are taken or went unhealthy.
-        r"|Allocate failed due to requested number of devices unavailable for \S+.*)",
+        r"|Allocate failed due to requested number of devices unavailable for \S+.*"
+        # KAI-Scheduler's PodGroup condition for a gang only part of which fits, and its lower-case reason after it
+        r"|Resources were found for \d+ pods? while \d+ (?:is|are) required for gang scheduling\b.*"
+        r"|no nodes with enough resources were found:.*"
+        # The kubelet rejecting at admission a pod placed on a node short of it (reason OutOfmemory, OutOfcpu, ...)
+        r"|Node didn't have enough resource: [\w./-]+.*)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -77,6 +85,11 @@ PATTERNS = (
             "Warning  Pending  workload/job-train-3c1f2  Workload didn't fit in the remaining quota",
             "  Warning  Pending  4m23s  kueue-admission  couldn't assign flavors to pod set job: resource cpu "
             "unavailable in ClusterQueue",
+            "condition message: PodSchedulingErrors: Resources were found for 2 pods while 4 are required for gang "
+            "scheduling. Additional pods cannot be scheduled due to: no nodes with enough resources were found: 2 "
+            "node(s) didn't have enough resources: GPUs.",
+            "Message:          Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, "
+            "used: 32290433792, capacity: 32457011200",
         ],
     ),
     pattern(
@@ -152,8 +165,15 @@ PATTERNS = (
     pattern(
         EVICTED,
         ["Evicted"],
-        r"(?P<what>\bEvicted\b.*)",
-        ["Reason:       Evicted", "ray-worker-abc   0/1     Evicted   0          1h"],
+        # Volcano's job controller handling a pod the scheduler evicted (preempt, reclaim): `Event:PodEvicted`; a job
+        # spec's `event: PodEvicted` policy is configuration, not an eviction
+        r"(?P<what>\bEvicted\b.*|\bEvent:PodEvicted\b.*)",
+        [
+            "Reason:       Evicted",
+            "ray-worker-abc   0/1     Evicted   0          1h",
+            "I0128 08:13:50.578876       1 job_controller.go:305] Try to handle request <Queue: , Job: default/hvd, "
+            "Task:worker, Event:PodEvicted, ExitCode:0, Action:, JobVersion: 0>",
+        ],
     ),
     pattern(
         CRASH_LOOP,

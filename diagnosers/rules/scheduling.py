@@ -18,7 +18,7 @@ EMITS = (INSUFFICIENT_GPU, IMAGE_PULL)
 
 _INSUFFICIENT = re.compile(
     r"Insufficient ([\w./-]+)|insufficient (?:unused )?quota for ([\w./-]+)|didn't have enough resources: ([\w./-]+)"
-    r"|requested number of devices unavailable for ([\w./-]+)"
+    r"|requested number of devices unavailable for ([\w./-]+)|Node didn't have enough resource: ([\w./-]+)"
 )
 _PULL_CAUSES = (
     ("toomanyrequests", "the registry is rate-limiting pulls"),
