@@ -305,6 +305,31 @@ PATTERNS = (
             "allocation by scheduler, which is unexpected",
         ],
     ),
+    # A CUDA kernel's device-side assert (ATen's and THC's `file.cu:N: fn: block: [..], thread: [..] Assertion
+    # `cond` failed.`): an index or label out of range in the program, which kills the process at its next CUDA
+    # call; the GPU itself is fine.
+    pattern(
+        FATAL_LINE,
+        ["] Assertion `"],
+        r"\.cu:\d+: .*\bblock: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `.+` failed",
+        [
+            "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [22,0,0], thread: [64,0,0] Assertion "
+            '`-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed.',
+            "/pytorch/aten/src/THC/THCTensorIndex.cu:361: void indexSelectLargeIndex(...): block: [1,0,0], thread: "
+            "[0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.",
+        ],
+    ),
+    # NCCL states an error of its own (not a network one) as `WARN Error : ...`: `no algorithm/protocol available`
+    # when NCCL_ALGO/NCCL_PROTO name one the communicator cannot use (CollNet without its plugin).
+    pattern(
+        FATAL_LINE,
+        ["WARN Error : "],
+        r"(?:NCCL WARN|\.(?:cc|cu|h|c):\d+ WARN) Error : \S",
+        [
+            "201: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available",
+            "dc:255756:255756 [3] enqueue.cc:1182 NCCL WARN Error : no algorithm/protocol available",
+        ],
+    ),
 )
 
 

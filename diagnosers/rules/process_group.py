@@ -6,7 +6,8 @@ still being retried is only a warning), invalid-rank
 messages, NCCL's `Duplicate GPU detected` (two ranks on one device: LOCAL_RANK is wrong) and its bootstrap root's
 `rank 1 of 8 ranks has already checked in` (two processes given one rank); JAX's
 coordination service errors and any exception raised from `jax.distributed.initialize` (a JAX job's rendezvous);
-an MPI launcher that could not start or reach its daemons/proxies on the hosts (no rank ran).
+an MPI launcher that could not start or reach its daemons/proxies on the hosts, or DeepSpeed's runner whose ssh
+check of a hostfile host failed (no rank ran).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def check(evidence: Evidence) -> list[Finding]:
             "process named in `Timed out task names` for why it never joined."
         )
     elif launch:
-        cause = "the MPI launcher could not start or reach its daemons on the hosts, so no rank ran: " + first_attr(
+        cause = "the launcher could not start or reach its daemons on the hosts, so no rank ran: " + first_attr(
             launch, "error"
         )
         fix = (
