@@ -47,8 +47,11 @@ PATTERNS = (
             "error=2 : out of memory",
             "out of memory to allocate",
             "Out of memory allocating",
+            "NPU out of memory",
+            "out of memory errno:",
+            "is more than total mem size",
         ],
-        r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
+        r"(?:CUDA|HIP|NPU) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
         r"(?:.*?(?:of which|;) (?P<free>[\d.]+ [KMGT]i?B) (?:is )?free)?"
         r"(?:.*?(?P<reserved_unallocated>[\d.]+ [KMGT]i?B) is reserved by PyTorch but unallocated)?"
@@ -56,7 +59,7 @@ PATTERNS = (
         # Every generation's words: PyTorch 0.4's `cuda runtime error (2)`, darknet's `CUDA Error: out of memory`,
         # MXNet's and Caffe's cudaMalloc checks, and torch's own OutOfMemoryError whatever its message (a
         # per-process memory fraction says `Allocation on device 0 would exceed allowed memory`).
-        r"|cuda runtime error \(2\) : out of memory|CUDA [Ee]rror: out of memory|hipErrorOutOfMemory"
+        r"|cuda runtime error \(2\) : out of memory|(?:CUDA|Cuda) [Ee]rror: out of memory|hipErrorOutOfMemory"
         r"|cudaMalloc(?: retry)? failed: out of memory|error == cudaSuccess \(2 vs\. 0\)\s+out of memory"
         r"|\btorch\.(?:cuda\.)?OutOfMemoryError: (?!CUDA out of memory\. Tried)"
         r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
@@ -73,7 +76,11 @@ PATTERNS = (
         # PyTorch's THC before 1.0 (`THCudaCheck FAIL ... error=2 : out of memory`) and CuPy's pool, as Chainer
         # shows it.
         r"|THCudaCheck FAIL .*\berror=2 : out of memory"
-        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes",
+        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes"
+        # Paddle Fluid's glog fatal after a CUDA call (`cudaGetLastError out of memory errno:2`), its enforce
+        # message (`PaddleCheckError: out of memory at [...device_context.cc:219]`) and MindSpore's device allocator.
+        r"|\bout of memory errno:2\b|\bPaddle\w*Error: out of memory at \["
+        r"|plus alloc size : \d+ is more than total mem size",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "

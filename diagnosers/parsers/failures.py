@@ -164,8 +164,8 @@ PATTERNS = (
         # SIGKILL in a shell's words (a `Killed` inside other text, "Killed process", is none, but one glued to the
         # tqdm bar that held the cursor, `35.73s/it]Killed`, is), as exit code 137 (128 + 9) or -9, and in Go's and
         # multiprocessing's words; torchrun's exitcode and subprocess's `died with` are the pattern above.
-        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|(?<=\])Killed\s*$"
-        rf"|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})\s+(?P<command>\S.*)"
+        rf"|(?P<sigkill>^\s*(?:{_SIGKILL_WORD})\s*$|(?<=\])(?:{_SIGKILL_WORD})\s*$"
+        rf"|: line \d+:\s+\d+ (?:{_SIGKILL_WORD})(?:\s+(?P<command>\S.*)|\s*$)"
         r"|^zsh: killed\s+(?P<zsh_command>\S.*)|^\[\d+\]\s*[+-]?\s+(?:\d+\s+)?[Kk]illed\s+(?P<job_command>\S.*)"
         r"|(?!exitcode\s*: -)(?i:exit(?:ed with)?[ _]?(?:code|status)|exitcode)\W{0,3}\s*(?P<code>137|-9)\b"
         r"|Exited \(137\)|terminated with signal SIGKILL|(?<!died with <)Signals\.SIGKILL|\bsignal: killed\b)",
