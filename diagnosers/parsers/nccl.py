@@ -26,6 +26,9 @@ SYSTEM_ERROR = "nccl.system-error"
 DUPLICATE_GPU = "nccl.duplicate-gpu"
 RANK_CHECKED_IN_TWICE = "nccl.rank-checked-in-twice"
 HOST_SEEN = "nccl.host-seen"
+# NCCL failing on this host before any connection: its shared-memory segment in /dev/shm, or the PCI topology it reads
+# from /sys. The `unhandled system error` that follows is then no network fault.
+LOCAL_SETUP_FAILURE = "nccl.local-setup-failure"
 
 # A network plugin (aws-ofi-nccl, NCCL's own NET/Plugin loader) that was found but could not start: NCCL goes on
 # without it, so this is a fall-back, not a lost connection.
@@ -270,6 +273,19 @@ PATTERNS = (
         [
             "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system "
             "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3",
+        ],
+    ),
+    pattern(
+        LOCAL_SETUP_FAILURE,
+        ["shm_open failed", "creating shared memory segment", "Could not find real path of"],
+        r"NCCL WARN (?P<local>Call to shm_open failed\b.*|Error while creating shared memory segment\b.*"
+        r"|Could not find real path of \S+)",
+        [
+            "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied",
+            "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)",
+            "h1:430:2237 [0] include/topo.h:27 NCCL WARN Could not find real path of "
+            "/sys/class/pci_bus/0000:02/../../0000:02:00.0",
         ],
     ),
     pattern(

@@ -116,6 +116,9 @@ def _network_error(evidence: Evidence) -> Finding | None:
     system = evidence.of(nccl.SYSTEM_ERROR)
     if not warnings and not system:
         return None
+    if not warnings and evidence.of(nccl.LOCAL_SETUP_FAILURE):
+        # NCCL's own warning names a local cause for the system error (/dev/shm, /sys topology), not the network.
+        return None
     first = (warnings or system)[0]
     local = next((warning for warning in warnings if _own_socket_failure(warning)), None)
     detail = (

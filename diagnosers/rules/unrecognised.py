@@ -1,7 +1,8 @@
 """A failure that no rule recognises: say so, quote it, and claim no cause.
 
 Reads: bundle.json's status, non-zero exit codes and Ray's `Job ... failed` with the `Status message:` that
-follows it (Ray's own reason), fatal log lines and Python exceptions, with or without their traceback header;
+follows it (Ray's own reason), fatal log lines (NCCL's `unhandled system error` among them, which the NCCL rule
+claims unless NCCL's own warning blamed this host) and Python exceptions, with or without their traceback header;
 a native abort (`terminate called after throwing ...`, `Aborted (core dumped)`), which ended the process; and,
 where no exception line was read at all, a traceback header cut after its frames.
 A fallback: the engine drops it whenever another failure finding (other than a fallback) is present, so it
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import UNRECOGNISED_ERROR, Finding, Quote, Severity
-from diagnosers.parsers import failures, ray_log
+from diagnosers.parsers import failures, nccl, ray_log
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding
@@ -24,7 +25,8 @@ _LAUNCHER_WRAPPERS = frozenset({"ChildFailedError", "RayTaskError", "RayActorErr
 
 
 def check(evidence: Evidence) -> list[Finding]:
-    fatal = evidence.of(failures.FATAL_LINE)
+    # NCCL's `unhandled system error` ends the process group; the NCCL rule claims it unless NCCL blamed this host.
+    fatal = evidence.of(failures.FATAL_LINE, nccl.SYSTEM_ERROR)
     aborted = evidence.of(failures.NATIVE_ABORT)
     ended = evidence.of(failures.NONZERO_EXIT, ray_log.JOB_FAILED)
     exception = _last_exception(evidence.exceptions)

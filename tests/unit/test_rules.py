@@ -240,6 +240,19 @@ def test_socket_lines_on_one_node_are_not_a_fall_back(tmp_path):
     assert "nccl-slow-transport" not in {one.id for one in diagnosis.findings}
 
 
+def test_an_nccl_system_error_blamed_on_this_host_is_quoted_not_called_a_network_fault(tmp_path):
+    # pytorch#40273: NCCL 2.4 could not read its GPU's PCI path in /sys, then DDP raised `unhandled system error`.
+    files = {
+        "logs/a.log": "node-a:430:2237 [0] include/topo.h:27 NCCL WARN Could not find real path of "
+        "/sys/class/pci_bus/0000:02/../../0000:02:00.0\n"
+        "node-a:430:2237 [0] NCCL INFO init.cu:864 -> 2\n"
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhandled system error\n"
+    }
+    diagnosis = diagnose(load_bundle(make(tmp_path, files)))
+    assert [one.id for one in diagnosis.findings] == ["unrecognised-error"]
+    assert "unhandled system error" in diagnosis.findings[0].evidence[-1].text
+
+
 def test_socket_network_on_a_communicator_of_one_node_is_not_slow(tmp_path):
     files = {
         "logs/a.log": "node-a:1:9 [2] NCCL INFO Using network Socket\n"
