@@ -216,7 +216,8 @@ PATTERNS = (
         r"(?P<no_interface>Bootstrap\s*:\s*no socket interface found.*|ncclSocket\w*\s*:.*\bneither AF_INET\b.*)|"
         # NCCL 2.19+ repeats the cause after `Last error:` in the exception, on its own line or glued to it: one of its
         # socket or proxy messages with no prefix of its own.
-        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*)"
+        # NCCL 2.14-2.18 put it in the same sentence: `ncclInternalError: Internal check failed. Proxy Call to ...`.
+        r"(?:Last error:\W*(?:\d+:\s*)?|^\W*|Internal check failed\.\s*)"
         r"(?P<cause>socket(?:StartConnect|PollConnect|Progress(?:Opt)?|FinalizeAccept)\b.*"
         r"|Net\s*:\s*(?:Connection (?:closed|reset|refused|timed out)|Call to \w+\b.*failed)\b.*"
         r"|\[Service thread\] Error encountered progressing operation=Connect\b.*"
@@ -256,6 +257,7 @@ PATTERNS = (
             "Net : Connection closed by remote peer user<50260>",
             "[Service thread] Error encountered progressing operation=Connect, res=3, closing connection",
             "Proxy Call to rank 0 failed (Connect)",
+            "### ncclInternalError: Internal check failed. Proxy Call to rank 0 failed (Connect)",
             "[rank0]: Bootstrap : no socket interface found",
             "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
             "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "

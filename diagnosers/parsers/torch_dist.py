@@ -118,6 +118,8 @@ PATTERNS = (
             "Socket Timeout",
             "retrieving ncclUniqueId",
             "Default process group has not been initialized",
+            "Wait timeout after",
+            "HTTP GET request failed",
         ],
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed|State)?Error\b.*"
         r"|Error initializing torch\.distributed using \S+ rendezvous.*"
@@ -137,7 +139,10 @@ PATTERNS = (
         # A rank that never got rank 0's NCCL id through the store (rank 0 absent, crashed or elsewhere), and a
         # collective in a script started without any process group (plain `python` instead of a launcher).
         r"|retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*got error: .*"
-        r"|Default process group has not been initialized.*)",
+        r"|Default process group has not been initialized.*"
+        # Horovod's gloo rendezvous (an HTTP store on the driver, also under Ray): a rank that never got the others'
+        # keys, or could not reach the store at all.
+        r"|Wait timeout after \d+ seconds for key\(s\): .*|HTTP GET request failed too many times.*)",
         [
             "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
             "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
@@ -166,6 +171,11 @@ PATTERNS = (
             "store by key '0', but store->get('0') got error: Socket Timeout",
             "RuntimeError: Default process group has not been initialized, please make sure to call "
             "init_process_group.",
+            "  what():  [/tmp/horovod/common/gloo/http_store.cc:57] [/tmp/horovod/common/gloo/http_store.cc:57] Wait "
+            "timeout after 30 seconds for key(s): 0. You may want to increase the timeout via "
+            "HOROVOD_GLOO_TIMEOUT_SECONDS",
+            "[2021-03-26 08:37:42.910981: E /tmp/horovod/common/gloo/http_store.cc:96] HTTP GET request failed too "
+            "many times, aborting. See exception message above.",
         ],
     ),
     pattern(
