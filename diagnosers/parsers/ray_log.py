@@ -217,7 +217,6 @@ PATTERNS = (
             "could not find a node type",
             "failed to schedule because there are not enough resources",
             "but the cluster only has",
-            "worker group startup timed out",
         ],
         # Ray 2.x prints the request as a dict, some versions as defaultdict(<class 'float'>, {...}) or a list of them;
         # Ray 1.x's autoscaler ends its line at `request:` and lists the bundles on the next. The needles stop short of
@@ -234,9 +233,7 @@ PATTERNS = (
         r"|(?P<advised>\{[^{}]*\})\)?\. Add suitable node types to this cluster"
         r"|resource shapes \[(?P<shapes>\{[^\]]*\})\] failed to schedule because there are not enough resources"
         # Ray Tune, when no trial has started for a minute: what a trial asks for against what the cluster has.
-        r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has"
-        # Ray Train 2.x when its workers' placement group never fits (its first named cause is resources).
-        r"|The worker group startup timed out after \d+ seconds waiting for \d+ workers",
+        r"|You asked for (?P<per_trial>[\d.]+ CPUs and [\d.]+ GPUs per trial), but the cluster only has",
         [
             "Warning: The following resource request cannot be scheduled right now: {'GPU': 8.0, 'CPU': 1.0}. "
             "This is likely due to all cluster resources being claimed by actors.",
@@ -259,8 +256,6 @@ PATTERNS = (
             "trial is running and no new trial has been started within the last 60 seconds. This could be due to the "
             "cluster not having enough resources available. You asked for 8.0 CPUs and 4.0 GPUs per trial, but the "
             "cluster only has 4.0 CPUs and 0 GPUs available.",
-            "(TrainTrainable pid=1234) The worker group startup timed out after 30 seconds waiting for 4 workers. "
-            "Potential causes include: (1) temporary insufficient cluster resources while waiting for autoscaling",
         ],
         wraps=True,
     ),
