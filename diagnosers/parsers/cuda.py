@@ -47,6 +47,7 @@ PATTERNS = (
             "error=2 : out of memory",
             "out of memory to allocate",
             "Out of memory allocating",
+            "bad_alloc: out_of_memory",
         ],
         r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -73,7 +74,10 @@ PATTERNS = (
         # PyTorch's THC before 1.0 (`THCudaCheck FAIL ... error=2 : out of memory`) and CuPy's pool, as Chainer
         # shows it.
         r"|THCudaCheck FAIL .*\berror=2 : out of memory"
-        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes",
+        r"|\bout of memory to allocate \d+ bytes|\bOut of memory allocating [\d,]+ bytes"
+        # RAPIDS' RMM device allocator (cuDF, XGBoost on dask-cuda), whatever wraps it: a C++ bad_alloc whose
+        # message names the device, not the host's RAM.
+        r"|\bstd::bad_alloc: out_of_memory: (?:CUDA error|RMM failure)\b",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -112,6 +116,11 @@ PATTERNS = (
             "Exception in main training loop: out of memory to allocate 205520896 bytes (total 16068929536 bytes)",
             "Exception in main training loop: Out of memory allocating 25,600,000 bytes (allocated so far: "
             "3,635,267,072 bytes).",
+            "xgboost.core.XGBoostError: [02:14:02] /src/common/device_helpers.cuh:393: Memory allocation error on "
+            "worker 0: std::bad_alloc: out_of_memory: CUDA error at: /opt/conda/include/rmm/mr/device/"
+            "cuda_memory_resource.hpp",
+            "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/device/"
+            "pool_memory_resource.hpp:196: Maximum pool size exceeded",
         ],
         wraps=True,
     ),
@@ -178,6 +187,7 @@ PATTERNS = (
             "Could not resolve Linux kernel version",
             "No supported gpu backend found",
             "can not run on your system since the accelerator is not available",
+            "hostPath type check failed",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -208,7 +218,11 @@ PATTERNS = (
         # PyTorch Lightning's accelerator connector, 1.6-1.7 (`GPUAccelerator`) and 1.8+ (`CUDAAccelerator`, `No
         # supported gpu backend found!`).
         r"|No supported gpu backend found!?|(?:GPU|CUDA)Accelerator can not run on your system since the accelerator "
-        r"is not available)",
+        r"is not available"
+        # GKE mounts the node's driver into GPU pods from a hostPath its driver installer fills: a node whose
+        # installer never ran fails the pod's mount of that volume.
+        r"|MountVolume\.SetUp failed for volume \"nvidia[\w-]*\" : hostPath type check failed: \S*nvidia\S* is not a "
+        r"directory)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -246,6 +260,8 @@ PATTERNS = (
             'MisconfigurationException("GPUAccelerator can not run on your system since the accelerator is not '
             "available. The following accelerator(s) is available and can be passed into `accelerator` argument of "
             "`Trainer`: ['cpu'].\")",
+            'Warning  FailedMount  28s (x15 over 14m)   kubelet  MountVolume.SetUp failed for volume "nvidia" : '
+            "hostPath type check failed: /home/kubernetes/bin/nvidia is not a directory",
         ],
     ),
     pattern(
