@@ -188,6 +188,7 @@ PATTERNS = (
             "No supported gpu backend found",
             "can not run on your system since the accelerator is not available",
             "hostPath type check failed",
+            "No HIP GPUs are available",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -222,7 +223,9 @@ PATTERNS = (
         # GKE mounts the node's driver into GPU pods from a hostPath its driver installer fills: a node whose
         # installer never ran fails the pod's mount of that volume.
         r"|MountVolume\.SetUp failed for volume \"nvidia[\w-]*\" : hostPath type check failed: \S*nvidia\S* is not a "
-        r"directory)",
+        r"directory"
+        # torch's ROCm build on a machine whose GPU it cannot drive (an AMD wheel in an image run on NVIDIA).
+        r"|No HIP GPUs are available)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -262,6 +265,7 @@ PATTERNS = (
             "`Trainer`: ['cpu'].\")",
             'Warning  FailedMount  28s (x15 over 14m)   kubelet  MountVolume.SetUp failed for volume "nvidia" : '
             "hostPath type check failed: /home/kubernetes/bin/nvidia is not a directory",
+            "RuntimeError: No HIP GPUs are available",
         ],
     ),
     pattern(
