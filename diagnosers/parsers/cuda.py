@@ -50,6 +50,7 @@ PATTERNS = (
             "NPU out of memory",
             "out of memory errno:",
             "is more than total mem size",
+            "bad_alloc: out_of_memory",
         ],
         r"(?:CUDA|HIP|NPU) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -80,7 +81,10 @@ PATTERNS = (
         # Paddle Fluid's glog fatal after a CUDA call (`cudaGetLastError out of memory errno:2`), its enforce
         # message (`PaddleCheckError: out of memory at [...device_context.cc:219]`) and MindSpore's device allocator.
         r"|\bout of memory errno:2\b|\bPaddle\w*Error: out of memory at \["
-        r"|plus alloc size : \d+ is more than total mem size",
+        r"|plus alloc size : \d+ is more than total mem size"
+        # RAPIDS' RMM device allocator (cuDF, XGBoost on dask-cuda), whatever wraps it: a C++ bad_alloc whose
+        # message names the device, not the host's RAM.
+        r"|\bstd::bad_alloc: out_of_memory: (?:CUDA error|RMM failure)\b",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -119,6 +123,11 @@ PATTERNS = (
             "Exception in main training loop: out of memory to allocate 205520896 bytes (total 16068929536 bytes)",
             "Exception in main training loop: Out of memory allocating 25,600,000 bytes (allocated so far: "
             "3,635,267,072 bytes).",
+            "xgboost.core.XGBoostError: [02:14:02] /src/common/device_helpers.cuh:393: Memory allocation error on "
+            "worker 0: std::bad_alloc: out_of_memory: CUDA error at: /opt/conda/include/rmm/mr/device/"
+            "cuda_memory_resource.hpp",
+            "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/device/"
+            "pool_memory_resource.hpp:196: Maximum pool size exceeded",
         ],
         wraps=True,
     ),
@@ -185,6 +194,8 @@ PATTERNS = (
             "Could not resolve Linux kernel version",
             "No supported gpu backend found",
             "can not run on your system since the accelerator is not available",
+            "hostPath type check failed",
+            "No HIP GPUs are available",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -215,7 +226,13 @@ PATTERNS = (
         # PyTorch Lightning's accelerator connector, 1.6-1.7 (`GPUAccelerator`) and 1.8+ (`CUDAAccelerator`, `No
         # supported gpu backend found!`).
         r"|No supported gpu backend found!?|(?:GPU|CUDA)Accelerator can not run on your system since the accelerator "
-        r"is not available)",
+        r"is not available"
+        # GKE mounts the node's driver into GPU pods from a hostPath its driver installer fills: a node whose
+        # installer never ran fails the pod's mount of that volume.
+        r"|MountVolume\.SetUp failed for volume \"nvidia[\w-]*\" : hostPath type check failed: \S*nvidia\S* is not a "
+        r"directory"
+        # torch's ROCm build on a machine whose GPU it cannot drive (an AMD wheel in an image run on NVIDIA).
+        r"|No HIP GPUs are available)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -253,6 +270,9 @@ PATTERNS = (
             'MisconfigurationException("GPUAccelerator can not run on your system since the accelerator is not '
             "available. The following accelerator(s) is available and can be passed into `accelerator` argument of "
             "`Trainer`: ['cpu'].\")",
+            'Warning  FailedMount  28s (x15 over 14m)   kubelet  MountVolume.SetUp failed for volume "nvidia" : '
+            "hostPath type check failed: /home/kubernetes/bin/nvidia is not a directory",
+            "RuntimeError: No HIP GPUs are available",
         ],
     ),
     pattern(

@@ -97,6 +97,8 @@ PATTERNS = (
             "killed by the OOM killer",
             "result 'oom-kill'",
             "RayOutOfMemoryError",
+            "ran out-of-memory and exited",
+            "ran out of memory and exited",
         ],
         r"(?P<what>Detected \d+ oom[-_]kill events?(?:\(s\))? in \S+.*"
         r"|Exceeded (?:job|step) memory limit(?! at some point)\b.*"
@@ -107,7 +109,9 @@ PATTERNS = (
         r"|has been killed by the OOM killer.*|Failed with result 'oom-kill'.*"
         r"|RayOutOfMemoryError: More than [\d.]+% of the memory on node\b.*"
         # Ray Tune < 1.0 shows the trial's failure as the task error wrapping it.
-        r"|RayTaskError\(RayOutOfMemoryError\).*)",
+        r"|RayTaskError\(RayOutOfMemoryError\).*"
+        # Google Cloud ML Engine's and Vertex AI's job status for a replica whose container ran out of RAM.
+        r"|\b[Tt]he replica [\w-]+(?: \d+)? ran out[- ]of[- ]memory and exited\b.*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",
@@ -124,6 +128,8 @@ PATTERNS = (
             "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node ip-10-0-0-5 is used "
             "(29.9 / 31.4 GB).",
             "ray.exceptions.RayTaskError(RayOutOfMemoryError): ray::PPO (pid=448, ip=172.20.1.205)",
+            "The replica master 0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)",
+            "The replica workerpool0-0 ran out of memory and exited with a non-zero status of 9(SIGKILL).",
         ],
     ),
     pattern(
@@ -149,7 +155,8 @@ PATTERNS = (
         ],
         r"(?P<what>DefaultCPUAllocator: (?:can't allocate memory|not enough memory)\b.*"
         r"|MemoryError: Unable to allocate [\d.]+ [KMGTP]?i?B for an array\b.*"
-        r"|(?:instance of '|what\(\):\s+)std::bad_alloc\b.*"
+        # (RAPIDS' device allocator throws bad_alloc too, naming the GPU: cuda.OUT_OF_MEMORY's.)
+        r"|(?:instance of '|what\(\):\s+)std::bad_alloc\b(?!: out_of_memory: (?:CUDA error|RMM failure)).*"
         r"|\[Errno 12\] Cannot allocate memory.*|\bfork: Cannot allocate memory.*)",
         [
             "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: "

@@ -37,6 +37,7 @@ PATTERNS = (
             "exceeded threshold of",
             "address the out of memory issue",
             "Workers (tasks /",
+            "Memory on the node (IP: ",
         ],
         r"(?P<what>Task was killed due to the node running low on memory"
         r"|[1-9]\d* worker\(s\) were killed due to the node running low on memory"
@@ -46,7 +47,10 @@ PATTERNS = (
         r"|\b[1-9]\d* Workers? \(tasks / actors\) killed due to memory pressure \(OOM\)"
         r"|ray\.exceptions\.OutOfMemoryError"
         # The advice closing the kill report: a paste of a job's truncated log tail may keep only this.
-        r"|Refer to the documentation on how to address the out of memory issue: \S*ray-oom-prevention)"
+        r"|Refer to the documentation on how to address the out of memory issue: \S*ray-oom-prevention"
+        # The monitor's own report, which Ray prints on a line of its own under the exception: a paste may keep
+        # only that line.
+        r"|Memory on the node \(IP: [\d.]+, ID: \w+\) where the (?:task|actor|lease)\b)"
         r"(?:.*?Memory on the node \(IP: (?P<ip>[\d.]+))?",
         [
             "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
@@ -64,6 +68,8 @@ PATTERNS = (
             "10.0.0.5) over the last time period.",
             "(ActorModelRayActor pid=8249) Refer to the documentation on how to address the out of memory issue: "
             "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more",
+            "Memory on the node (IP: 10.1.180.84, ID: ba65c8) where the task (task ID: d221d2, name=head, rank=0,, "
+            "pid=4503, memory used",
         ],
         # The raylet's summary is one long line that syslog or a terminal breaks, often inside `(tasks / actors)`.
         wraps=True,
