@@ -49,6 +49,7 @@ services:
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 test: lint services
 	$(VENV)/bin/pytest
