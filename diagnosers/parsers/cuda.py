@@ -196,6 +196,7 @@ PATTERNS = (
             "can not run on your system since the accelerator is not available",
             "hostPath type check failed",
             "No HIP GPUs are available",
+            "machine only has: []",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -232,7 +233,11 @@ PATTERNS = (
         r"|MountVolume\.SetUp failed for volume \"nvidia[\w-]*\" : hostPath type check failed: \S*nvidia\S* is not a "
         r"directory"
         # torch's ROCm build on a machine whose GPU it cannot drive (an AMD wheel in an image run on NVIDIA).
-        r"|No HIP GPUs are available)",
+        r"|No HIP GPUs are available"
+        # Lightning < 1.6 comparing the requested GPU ids with the ones it sees, and Singularity/Apptainer's `--nv`
+        # set up through nvidia-container-cli on a host without libnvidia-container's tools.
+        r"|\bBut your machine only has: \[\]"
+        r"|stat \S*nvidia-container-cli: no such file or directory)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "

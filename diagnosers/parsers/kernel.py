@@ -99,6 +99,7 @@ PATTERNS = (
             "RayOutOfMemoryError",
             "ran out-of-memory and exited",
             "ran out of memory and exited",
+            "cgroup out-of-memory handler",
         ],
         r"(?P<what>Detected \d+ oom[-_]kill events?(?:\(s\))? in \S+.*"
         r"|Exceeded (?:job|step) memory limit(?! at some point)\b.*"
@@ -111,7 +112,9 @@ PATTERNS = (
         # Ray Tune < 1.0 shows the trial's failure as the task error wrapping it.
         r"|RayTaskError\(RayOutOfMemoryError\).*"
         # Google Cloud ML Engine's and Vertex AI's job status for a replica whose container ran out of RAM.
-        r"|\b[Tt]he replica [\w-]+(?: \d+)? ran out[- ]of[- ]memory and exited\b.*)",
+        r"|\b[Tt]he replica [\w-]+(?: \d+)? ran out[- ]of[- ]memory and exited\b.*"
+        # slurmstepd's second sentence, quoted without the first.
+        r"|\bkilled by the cgroup out-of-memory handler\b.*)",
         [
             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
             "have been killed by the cgroup out-of-memory handler.",
