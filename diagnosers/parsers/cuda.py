@@ -197,6 +197,14 @@ PATTERNS = (
             "hostPath type check failed",
             "No HIP GPUs are available",
             "machine only has: []",
+            'no runtime for "nvidia',
+            'RuntimeHandler "nvidia',
+            "Unable to load the kernel module",
+            "nvidia-container-runtime-hook",
+            "nvidia-cdi-hook",
+            "Incompatible strategy detected",
+            "Incompatible platform detected",
+            "is too old to support hea",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -213,7 +221,7 @@ PATTERNS = (
         r"|Failed to initialize NVML\b.*|Unexpected error from cudaGetDeviceCount\(\).*"
         # dcgm-exporter 4.x's own words, and a container the toolkit gave no driver binaries (the GPU Operator's
         # toolkit validator escapes the quotes in its logfmt message).
-        r"|Cannot init NVML library; err: \w+|exec: \\?\"nvidia-smi\\?\": executable file not found in \$PATH"
+        r"|Cannot init NVML library; err: \w+|(?:exec: )?\\?\"nvidia-smi\\?\": executable file not found in \$PATH"
         # CUDA error 802 in any tool's words (NVSwitch systems whose fabric manager is not running), and the GPU
         # Operator's driver container that found no driver packages for the node's kernel.
         r"|\bsystem not yet initialized\b|Could not resolve Linux kernel version"
@@ -237,7 +245,15 @@ PATTERNS = (
         # Lightning < 1.6 comparing the requested GPU ids with the ones it sees, and Singularity/Apptainer's `--nv`
         # set up through nvidia-container-cli on a host without libnvidia-container's tools.
         r"|\bBut your machine only has: \[\]"
-        r"|stat \S*nvidia-container-cli: no such file or directory)",
+        r"|stat \S*nvidia-container-cli: no such file or directory"
+        # The node's container runtime has no handler for the `nvidia` RuntimeClass (containerd, and CRI-O or
+        # cri-dockerd), or the toolkit's OCI hook fails (CRI-O, podman): pods asking for it never get a GPU.
+        r'|no runtime for "nvidia[\w-]*" is configured|RuntimeHandler "nvidia[\w-]*" not supported'
+        r"|error executing hook `?\S*nvidia-(?:container-runtime|cdi)-hook`? \(exit code: \d+\)"
+        # The driver installer (the GPU Operator's driver container, a host install) could not load the module.
+        r"|Unable to load the kernel module '?nvidia[\w-]*\.ko'?"
+        # The device plugin (0.15+) found neither NVML nor Tegra, or (1.x) refused a GPU it cannot health-check.
+        r"|Incompatible (?:strategy|platform) detected\b.*|GPU with UUID \S+ is too old to support hea\w*checking)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -278,6 +294,16 @@ PATTERNS = (
             'Warning  FailedMount  28s (x15 over 14m)   kubelet  MountVolume.SetUp failed for volume "nvidia" : '
             "hostPath type check failed: /home/kubernetes/bin/nvidia is not a directory",
             "RuntimeError: No HIP GPUs are available",
+            "  Warning  FailedCreatePodSandBox  12s (x10 over 2m11s)  kubelet  Failed to create pod sandbox: rpc "
+            'error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured',
+            'Failed to create pod sandbox: rpc error: code = Unknown desc = RuntimeHandler "nvidia" not supported',
+            "Error: container create failed: error executing hook `/usr/local/nvidia/toolkit/nvidia-container-runtime-"
+            "hook` (exit code: 1)",
+            "ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most",
+            "E0506 17:45:45.421956       1 factory.go:112] Incompatible strategy detected auto",
+            "2018/02/27 16:43:50 Warning: GPU with UUID GPU-edae6d5d is too old to support healtchecking with error: "
+            "%!s(MISSING). Marking it unhealthy",
+            '\\"nvidia-smi\\": executable file not found in $PATH": unknown.',
         ],
     ),
     pattern(
