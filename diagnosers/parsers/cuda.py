@@ -51,6 +51,9 @@ PATTERNS = (
             "out of memory errno:",
             "is more than total mem size",
             "bad_alloc: out_of_memory",
+            "CUDA failure 2: out of memory",
+            "error == cudaSuccess. 2 vs 0.",
+            "cudaSuccess CUDA: out of memory",
         ],
         r"(?:CUDA|HIP|NPU) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMGT]i?B)"
         r"(?:.*?GPU (?P<gpu>\d+)(?:;| has a total capacity of) (?P<total>[\d.]+ [KMGT]i?B))?"
@@ -84,7 +87,12 @@ PATTERNS = (
         r"|plus alloc size : \d+ is more than total mem size"
         # RAPIDS' RMM device allocator (cuDF, XGBoost on dask-cuda), whatever wraps it: a C++ bad_alloc whose
         # message names the device, not the host's RAM.
-        r"|\bstd::bad_alloc: out_of_memory: (?:CUDA error|RMM failure)\b",
+        r"|\bstd::bad_alloc: out_of_memory: (?:CUDA error|RMM failure)\b"
+        # Before 2020 each framework checked CUDA in its own words: CNTK's `CUDA failure 2: out of memory ; GPU=0`,
+        # Caffe2's enforce (`error == cudaSuccess. 2 vs 0. Error at: <file>: out of memory`), mshadow's check in
+        # MXNet (`Check failed: e == cudaSuccess CUDA: out of memory`).
+        r"|\bCUDA failure 2: out of memory\b|\berror == cudaSuccess\. 2 vs 0\. Error at: \S+: out of memory"
+        r"|\be == cudaSuccess:? CUDA: out of memory",
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
             "of 79.15 GiB of which 1.23 GiB is free. Process 1234 has 77.9 GiB memory in use. Of the allocated "
@@ -128,6 +136,12 @@ PATTERNS = (
             "cuda_memory_resource.hpp",
             "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/device/"
             "pool_memory_resource.hpp:196: Maximum pool size exceeded",
+            "RuntimeError: CUDA failure 2: out of memory ; GPU=0 ; hostname=node0 ; expr=cudaMalloc((void**) "
+            "&deviceBufferPtr, sizeof(AllocatedElemType) * numElements)",
+            "RuntimeError: [enforce fail at event_gpu.cc:17] error == cudaSuccess. 2 vs 0. Error at: "
+            "/opt/caffe2/core/event_gpu.cc:17: out of memory",
+            "  what():  [17:54:40] /mxnet/3rdparty/mshadow/mshadow/./stream_gpu-inl.h:198: Check failed: e == "
+            "cudaSuccess CUDA: out of memory",
         ],
         wraps=True,
     ),
@@ -205,6 +219,9 @@ PATTERNS = (
             "Incompatible strategy detected",
             "Incompatible platform detected",
             "is too old to support hea",
+            "error=30 : unknown error",
+            "cuda runtime error (30)",
+            "no NVIDIA devices found",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -253,7 +270,11 @@ PATTERNS = (
         # The driver installer (the GPU Operator's driver container, a host install) could not load the module.
         r"|Unable to load the kernel module '?nvidia[\w-]*\.ko'?"
         # The device plugin (0.15+) found neither NVML nor Tegra, or (1.x) refused a GPU it cannot health-check.
-        r"|Incompatible (?:strategy|platform) detected\b.*|GPU with UUID \S+ is too old to support hea\w*checking)",
+        r"|Incompatible (?:strategy|platform) detected\b.*|GPU with UUID \S+ is too old to support hea\w*checking"
+        # PyTorch before 1.3 and Lua Torch initialising CUDA in THCGeneral: error 30 (`unknown error`) there is a
+        # driver whose devices were never set up (after an upgrade, a suspend); libcuda's own line says it plainly.
+        r"|THCudaCheck FAIL file=\s*\S*THCGeneral\.c(?:pp)? line=\d+ error=30 : unknown error"
+        r"|cuda runtime error \(30\) : unknown error at \S*THCGeneral\.c(?:pp)?:\d+|\bNVIDIA: no NVIDIA devices found)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -304,6 +325,9 @@ PATTERNS = (
             "2018/02/27 16:43:50 Warning: GPU with UUID GPU-edae6d5d is too old to support healtchecking with error: "
             "%!s(MISSING). Marking it unhealthy",
             '\\"nvidia-smi\\": executable file not found in $PATH": unknown.',
+            "THCudaCheck FAIL file=/b/wheel/pytorch-src/torch/lib/THC/THCGeneral.c line=66 error=30 : unknown error",
+            "RuntimeError: cuda runtime error (30) : unknown error at ..\\aten\\src\\THC\\THCGeneral.cpp:74",
+            "NVIDIA: no NVIDIA devices found",
         ],
     ),
     pattern(

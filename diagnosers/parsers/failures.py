@@ -191,17 +191,19 @@ PATTERNS = (
     ),
     pattern(
         EXCEPTION_LINE,
-        ["Error:", "Exception:", "Interrupt:", "Exit:", "Error):", "Exception):"],
+        ["Error:", "Exception:", "Interrupt:", "Exit:", "Error):", "Exception):", "(see above for traceback):"],
         # A class name, not prose: `Error: 0 warnings` has no name before the suffix, a docstring's `Raises:`
         # entry is indented.
         r"^(?P<type>(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)(?:\([\w.]+\))?)"
-        r":(?: (?P<message>.*))?$",
+        # TensorFlow 1.x's session repeats the op's error below the graph's traceback with this aside.
+        r"(?: \(see above for traceback\))?:(?: (?P<message>.*))?$",
         [
             "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
             "(pid=runtime_env, ip=10.0.0.7) ValueError: Local directory /tmp/ray/runtime_resources/pip/4950 does not "
             "exist on the cluster.",
             "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275",
             "ray.exceptions.RayTaskError(ValueError): ray::train_fn() (pid=311, ip=10.0.0.5)",
+            "InvalidArgumentError (see above for traceback): Integer division by zero",
         ],
     ),
     pattern(
@@ -327,6 +329,18 @@ PATTERNS = (
         [
             "201: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available",
             "dc:255756:255756 [3] enqueue.cc:1182 NCCL WARN Error : no algorithm/protocol available",
+        ],
+    ),
+    # NCCL 2.3+ unwinds a failed communicator set-up as INFO lines `file:line -> <ncclResult>`, the init thread's last
+    # one marked `[Async thread]`: init failed, whatever WARN above it said why (topology detection that cannot read
+    # sysfs, as under WSL2).
+    pattern(
+        FATAL_LINE,
+        ["[Async thread]"],
+        r"NCCL INFO \S+\.(?:cc|cu):\d+ -> [1-9]\d* \[Async thread\]",
+        [
+            "node0:92777:92889 [0] NCCL INFO group.cc:73 -> 2 [Async thread]",
+            "XXX:430:2237 [0] NCCL INFO misc/group.cu:69 -> 2 [Async thread]",
         ],
     ),
 )

@@ -42,6 +42,8 @@ PATTERNS = (
             "required for gang scheduling",
             "no nodes with enough resources",
             "Node didn't have enough resource:",
+            "OutOf",
+            "requested number of GPUs unavailable",
         ],
         r"(?P<what>\d+/\d+ nodes are available:.*|FailedScheduling\b.*|pod didn't trigger scale-up.*"
         r"|NotTriggerScaleUp\b.*|exceeded quota:.*|insufficient (?:unused )?quota for [\w./-]+.*"
@@ -59,11 +61,16 @@ PATTERNS = (
         r"|Workload didn't fit\b.*"
         # The kubelet refusing a pod the scheduler placed on a node whose GPUs are taken or went unhealthy.
         r"|Allocate failed due to requested number of devices unavailable for \S+.*"
+        # Kubernetes 1.6's own GPU manager said it of the alpha GPU resource, in the pod's status.
+        r"|\brequested number of GPUs unavailable\. Requested: \d+, Available: \d+"
         # KAI-Scheduler's PodGroup condition for a gang only part of which fits, and its lower-case reason after it
         r"|Resources were found for \d+ pods? while \d+ (?:is|are) required for gang scheduling\b.*"
         r"|no nodes with enough resources were found:.*"
         # The kubelet rejecting at admission a pod placed on a node short of it (reason OutOfmemory, OutOfcpu, ...)
-        r"|Node didn't have enough resource: [\w./-]+.*)",
+        r"|Node didn't have enough resource: [\w./-]+.*"
+        # ... and its reason for that, `OutOf<resource>` (Kubernetes 1.6-1.8's `OutOfalpha.kubernetes.io/nvidia-gpu`),
+        # as `kubectl describe pod` shows it when the message is cut off.
+        r"|\bReason:\s+OutOf(?:cpu|memory|pods|ephemeral-storage|[a-z][\w.-]*/[\w.-]+)\s*$)",
         [
             "  Warning  FailedScheduling  2m (x12 over 13m)  default-scheduler  0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found.",
@@ -90,6 +97,8 @@ PATTERNS = (
             "node(s) didn't have enough resources: GPUs.",
             "Message:          Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, "
             "used: 32290433792, capacity: 32457011200",
+            "Reason:         OutOfalpha.kubernetes.io/nvidia-gpu",
+            "gpu       0/1       requested number of GPUs unavailable. Requested: 4, Available: 0   0          36s",
         ],
     ),
     pattern(

@@ -155,12 +155,15 @@ PATTERNS = (
             "std::bad_alloc",
             "[Errno 12] Cannot allocate memory",
             "fork: Cannot allocate memory",
+            "posix_memalign(",
         ],
         r"(?P<what>DefaultCPUAllocator: (?:can't allocate memory|not enough memory)\b.*"
         r"|MemoryError: Unable to allocate [\d.]+ [KMGTP]?i?B for an array\b.*"
         # (RAPIDS' device allocator throws bad_alloc too, naming the GPU: cuda.OUT_OF_MEMORY's.)
         r"|(?:instance of '|what\(\):\s+)std::bad_alloc\b(?!: out_of_memory: (?:CUDA error|RMM failure)).*"
-        r"|\[Errno 12\] Cannot allocate memory.*|\bfork: Cannot allocate memory.*)",
+        r"|\[Errno 12\] Cannot allocate memory.*|\bfork: Cannot allocate memory.*"
+        # Caffe2's CPU allocator enforcing posix_memalign's result: 12 is ENOMEM.
+        r"|\bposix_memalign\(.*\) == 0\. 12 vs 0\b.*)",
         [
             "RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: "
             "you tried to allocate 4294967296 bytes. Error code 12 (Cannot allocate memory)",
@@ -172,6 +175,8 @@ PATTERNS = (
             "  what():  std::bad_alloc",
             "OSError: [Errno 12] Cannot allocate memory",
             "/usr/bin/bash: fork: Cannot allocate memory",
+            "RuntimeError: [enforce fail at allocator.h:48] posix_memalign(&data, gCaffe2Alignment, nbytes) == 0. 12 "
+            "vs 0 Error from operator: ",
         ],
     ),
     pattern(

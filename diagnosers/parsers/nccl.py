@@ -189,6 +189,7 @@ PATTERNS = (
             "Net : Call to",
             "Error encountered progressing operation=Connect",
             "connectFullMesh failed",
+            "gloo/transport/tcp/pair.cc",
             "Proxy Call to rank",
             "no socket interface found",
             "neither AF_INET",
@@ -224,7 +225,9 @@ PATTERNS = (
         r"|Proxy Call to rank \d+ failed \(Connect\).*)|"
         # An IB work completion that failed, in any plugin's tag (NET/IB, NET/IBext, NET/IBP), quoted anywhere.
         r"(?P<completion>NET/IB\w*\s*:\s*Got completion (?:from peer \S+ )?with (?:status=|error )\d+.*)|"
-        r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer)"
+        # Gloo's pair connecting to a peer's advertised address (PyTorch 1.0 aborts on the uncaught gloo::IoException).
+        r"gloo.*(?P<gloo>Connection closed by peer|Connection reset by peer"
+        r"|\bconnect \[[^\]]+\]:\d+: (?:Connection refused|No route to host|Connection timed out))"
         r"|(?P<gloo_mesh>Gloo connectFullMesh failed\b.*)"
         # NCCL 2.19+ counts its INFO-level connect retries (`retrying (34/34)`): the last one failing means it gave up.
         r"|NCCL INFO (?:socket\w*:\s*)?(?P<retries_exhausted>(?:[Cc]all to )?connect returned [^,]+, "
@@ -260,6 +263,8 @@ PATTERNS = (
             "### ncclInternalError: Internal check failed. Proxy Call to rank 0 failed (Connect)",
             "[rank0]: Bootstrap : no socket interface found",
             "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+            "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/gloo/transport/tcp/"
+            "pair.cc:724] connect [127.0.1.1]:3210: Connection refused",
             "ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with "
             "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
             "WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid "
