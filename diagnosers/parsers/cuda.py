@@ -196,6 +196,7 @@ PATTERNS = (
             "can not run on your system since the accelerator is not available",
             "hostPath type check failed",
             "No HIP GPUs are available",
+            "No supported device detected",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -232,7 +233,9 @@ PATTERNS = (
         r"|MountVolume\.SetUp failed for volume \"nvidia[\w-]*\" : hostPath type check failed: \S*nvidia\S* is not a "
         r"directory"
         # torch's ROCm build on a machine whose GPU it cannot drive (an AMD wheel in an image run on NVIDIA).
-        r"|No HIP GPUs are available)",
+        r"|No HIP GPUs are available"
+        # vLLM <= 0.5's DeviceConfig, in a Ray actor that was given no GPU of its own.
+        r"|No supported device detected)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -258,6 +261,7 @@ PATTERNS = (
             "I0523 10:00:00.000000 1 main.go:256] No devices found. Waiting indefinitely.",
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
             "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!",
+            "RuntimeError: No supported device detected.",
             "AssertionError: Torch not compiled with CUDA enabled",
             "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
             "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
