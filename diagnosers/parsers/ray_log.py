@@ -307,14 +307,16 @@ PATTERNS = (
             "failed to submit job",
             "Failed to get job info",
             "SubmitJob fail",
-            "one Ray agent failed",
+            "Ray agent failed",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
         r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
         # the dashboard, or its per-node agent (Ray 1.x's new_dashboard/agent.py), dying at start
         r"|The (?:dashboard|agent) on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
-        # Ray 2.x's raylet, which fate-shares with the dashboard agent and exits when it fails
-        r"|one Ray agent failed, agent_name = dashboard_agent\b"
+        # Ray 2.x's raylet, which fate-shares with the dashboard agent and exits when it fails (before 2.5 the
+        # dashboard agent was its only agent, and the message named none)
+        r"|The raylet exited immediately because (?:the Ray agent failed|one Ray agent failed, agent_name = "
+        r"dashboard_agent\b)"
         r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
@@ -343,6 +345,8 @@ PATTERNS = (
             "following error:",
             "(raylet) agent_manager.cc:83: The raylet exited immediately because one Ray agent failed, agent_name = "
             "dashboard_agent/424238335.",
+            "[2023-06-09 01:52:53,319 E 9906 9971] (raylet) agent_manager.cc:135: The raylet exited immediately "
+            "because the Ray agent failed. The raylet fate shares with the agent.",
         ],
     ),
     pattern(
