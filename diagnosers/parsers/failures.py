@@ -329,6 +329,18 @@ PATTERNS = (
             "dc:255756:255756 [3] enqueue.cc:1182 NCCL WARN Error : no algorithm/protocol available",
         ],
     ),
+    # A package install that failed: pip finding no such package or version (a runtime_env's pip or conda list,
+    # a setup command), and the conda env built around it; what the worker prints next (`No module named ...`) is
+    # only its consequence.
+    pattern(
+        FATAL_LINE,
+        ["No matching distribution found", "Pip failed"],
+        r"(?P<what>\bERROR: No matching distribution found for \S+|\bCondaEnvException: Pip failed)",
+        [
+            "(raylet) ERROR: No matching distribution found for nonexistent-pkg-14792",
+            "(raylet) CondaEnvException: Pip failed",
+        ],
+    ),
 )
 
 
