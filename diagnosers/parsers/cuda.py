@@ -222,6 +222,7 @@ PATTERNS = (
             "error=30 : unknown error",
             "cuda runtime error (30)",
             "no NVIDIA devices found",
+            "No supported device detected",
         ],
         # Libraries on top of torch say it in their own words (Unsloth's `No NVIDIA GPU found?`), and a CPU-only
         # torch wheel asserts `Torch not compiled with CUDA enabled`.
@@ -274,7 +275,9 @@ PATTERNS = (
         # PyTorch before 1.3 and Lua Torch initialising CUDA in THCGeneral: error 30 (`unknown error`) there is a
         # driver whose devices were never set up (after an upgrade, a suspend); libcuda's own line says it plainly.
         r"|THCudaCheck FAIL file=\s*\S*THCGeneral\.c(?:pp)? line=\d+ error=30 : unknown error"
-        r"|cuda runtime error \(30\) : unknown error at \S*THCGeneral\.c(?:pp)?:\d+|\bNVIDIA: no NVIDIA devices found)",
+        r"|cuda runtime error \(30\) : unknown error at \S*THCGeneral\.c(?:pp)?:\d+|\bNVIDIA: no NVIDIA devices found"
+        # vLLM <= 0.5's DeviceConfig, in a Ray actor that was given no GPU of its own.
+        r"|No supported device detected)",
         [
             "RuntimeError: No CUDA GPUs are available",
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -300,6 +303,7 @@ PATTERNS = (
             "I0523 10:00:00.000000 1 main.go:256] No devices found. Waiting indefinitely.",
             'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
             "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!",
+            "RuntimeError: No supported device detected.",
             "AssertionError: Torch not compiled with CUDA enabled",
             "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
             "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",

@@ -343,6 +343,18 @@ PATTERNS = (
             "XXX:430:2237 [0] NCCL INFO misc/group.cu:69 -> 2 [Async thread]",
         ],
     ),
+    # A package install that failed: pip finding no such package or version (a runtime_env's pip or conda list,
+    # a setup command), and the conda env built around it; what the worker prints next (`No module named ...`) is
+    # only its consequence.
+    pattern(
+        FATAL_LINE,
+        ["No matching distribution found", "Pip failed"],
+        r"(?P<what>\bERROR: No matching distribution found for \S+|\bCondaEnvException: Pip failed)",
+        [
+            "(raylet) ERROR: No matching distribution found for nonexistent-pkg-14792",
+            "(raylet) CondaEnvException: Pip failed",
+        ],
+    ),
 )
 
 

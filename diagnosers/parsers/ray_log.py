@@ -275,6 +275,22 @@ PATTERNS = (
             "GPUs but the cluster has only 4 CPUs, 1 GPUs, 1.37 GiB heap, 0.44 GiB objects.",
         ],
     ),
+    # vLLM's Ray executor (and the frameworks that embed it) waiting for the GPUs of its placement group: the
+    # wait is logged at 10, 30, 70, 150... seconds, so the first ones also pass in a healthy cluster whose workers
+    # are still joining; a hundred seconds and more, or the check that the cluster has too few GPUs, is a cluster
+    # that cannot hold it.
+    pattern(
+        INFEASIBLE_DEMAND,
+        ["required GPUs exceeds the total number of available GPUs", "Waiting for creating a placement group"],
+        r"The number of required GPUs exceeds the total number of available GPUs in the placement group"
+        r"|Waiting for creating a placement group of specs for [1-9]\d{2,} seconds\. specs=\[(?P<demand>.*?)\]\.",
+        [
+            "WARNING 04-01 02:45:50 ray_utils.py:320] The number of required GPUs exceeds the total number of "
+            "available GPUs in the placement group.",
+            "Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0, 'node:x': 0.001}, "
+            "{'GPU': 1.0}]. Check `ray status` to see if you have enough resources.",
+        ],
+    ),
     pattern(
         DASHBOARD_UNREACHABLE,
         [
@@ -291,11 +307,16 @@ PATTERNS = (
             "failed to submit job",
             "Failed to get job info",
             "SubmitJob fail",
+            "Ray agent failed",
         ],
         r"(?P<what>Failed to connect to Ray at address: \S+|Failed to connect to (?:the )?(?:Ray )?dashboard\S*"
         r"|Failed to start the dashboard|Failed to forward dashboard from remote port \d+"
         # the dashboard, or its per-node agent (Ray 1.x's new_dashboard/agent.py), dying at start
         r"|The (?:dashboard|agent) on node \S+ failed with the following error|^\s*dashboard \[exit code=-?\d+\]"
+        # Ray 2.x's raylet, which fate-shares with the dashboard agent and exits when it fails (before 2.5 the
+        # dashboard agent was its only agent, and the message named none)
+        r"|The raylet exited immediately because (?:the Ray agent failed|one Ray agent failed, agent_name = "
+        r"dashboard_agent\b)"
         r"|[Dd]ashboard (?:is )?(?:not (?:available|reachable)|unreachable)"
         r"|Could not (?:connect|reach) (?:to )?the (?:Ray )?dashboard|Request failed with status code 5\d\d"
         r"|port=8265\): Max retries exceeded|:8265\S*: (?:connect: )?connection refused"
@@ -322,6 +343,10 @@ PATTERNS = (
             "following error:",
             "2020-11-11 14:13:37,114\tWARNING worker.py:1111 -- The agent on node gpu-node-1 failed with the "
             "following error:",
+            "(raylet) agent_manager.cc:83: The raylet exited immediately because one Ray agent failed, agent_name = "
+            "dashboard_agent/424238335.",
+            "[2023-06-09 01:52:53,319 E 9906 9971] (raylet) agent_manager.cc:135: The raylet exited immediately "
+            "because the Ray agent failed. The raylet fate shares with the agent.",
         ],
     ),
     pattern(

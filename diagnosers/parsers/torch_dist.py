@@ -178,6 +178,17 @@ PATTERNS = (
             "many times, aborting. See exception message above.",
         ],
     ),
+    # A Ray worker node joining a head whose address came from an unset variable (`ray start --address=$HEAD:6379`
+    # with HEAD empty): the GCS address has a port and no host, so the node can never join the cluster.
+    pattern(
+        RENDEZVOUS_FAILED,
+        ["connect to GCS at"],
+        r"(?P<error>(?:Failed|Unable) to connect to GCS at (?:address )?:\d+\b.*)",
+        [
+            "[2025-07-23 10:05:49,679 W 51000 51000] gcs_rpc_client.h:151: Failed to connect to GCS at address :6379 "
+            "within 5 seconds.",
+        ],
+    ),
     pattern(
         RENDEZVOUS_RETRY,
         ["socket has failed to connect to"],
