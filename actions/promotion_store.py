@@ -241,12 +241,19 @@ class PromotionStore(Database):
             return [_read(conn, request_id) for request_id in conn.scalars(query)]
 
     def approve(
-        self, request_id: str, approver: str, at: datetime, allowed: Callable[[PromotionRequest], None]
+        self,
+        request_id: str,
+        approver: str,
+        at: datetime,
+        allowed: Callable[[PromotionRequest], None],
+        lease: timedelta = timedelta(0),
     ) -> Approval:
         """Record `approver`'s approval; `allowed` raises when they may not approve this request.
 
         Clicks on a request that is no longer pending count for nothing; a pending request past its
-        expiry becomes `expired` (the caller says so).
+        expiry becomes `expired` (the caller says so). The approval that completes the count also takes the
+        alias move for `lease`, in the same transaction: a sweeper finishing others' moves cannot take it from
+        the approver between the two.
         """
         with self.engine.begin() as conn:
             request = _locked(conn, request_id, at)
@@ -263,7 +270,13 @@ class PromotionStore(Database):
             given = conn.scalar(select(func.count()).where(approvals.c.request_id == request_id)) or 0
             completed = given >= request.approvals_needed
             if completed:
-                _set(conn, request_id, at, state=PromotionState.APPROVING.value, lease_until=None)
+                _set(
+                    conn,
+                    request_id,
+                    at,
+                    state=PromotionState.APPROVING.value,
+                    lease_until=at + lease if lease else None,
+                )
                 _event(conn, request, "approvals-met", approver, at, f"{given} of {request.approvals_needed}")
             return Approval(_read(conn, request_id), counted=True, completed=completed)
 

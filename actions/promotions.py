@@ -97,8 +97,12 @@ class Promotions:
 
     def approve(self, actor: Actor, request_id: str) -> PromotionRequest:
         """Count the approval; the one that completes the count moves the alias. Clicking again is harmless."""
-        approval = self.store.approve(request_id, actor.user, self.clock(), self._approver_check(actor))
+        approval = self.store.approve(
+            request_id, actor.user, self.clock(), self._approver_check(actor), lease=self.apply_lease
+        )
         request = approval.request
+        if approval.completed:
+            return self._move(request_id)
         if request.state == PromotionState.FAILED and self.store.retry(
             request_id, actor.user, self.clock(), self._approver_check(actor)
         ):
@@ -221,6 +225,10 @@ class Promotions:
         """Move the alias if this process wins the claim; whoever holds it finishes the request."""
         if not self.store.claim_apply(request_id, self.clock(), self.apply_lease):
             return self.store.get(request_id)
+        return self._move(request_id)
+
+    def _move(self, request_id: str) -> PromotionRequest:
+        """Move the alias of a request whose move this process holds."""
         request = self.store.get(request_id)
         try:
             holder = self.registry.alias_holder(request.model, request.target)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import yaml
 from mlflow import MlflowClient
 
 from actions.promotion_policy import Actor
-from actions.promotion_store import PromotionState
+from actions.promotion_store import PromotionState, PromotionStore
 from actions.promotions import Promotions
 from actions.settings import Settings
 from tests.processes import free_port, serving
@@ -85,3 +86,24 @@ def test_a_running_bot_finishes_the_move_of_a_killed_mover(tmp_path: Path, kille
     assert state == PromotionState.APPROVED, (tmp_path / "serve.log").read_text()[-3000:]
     assert client.get_registered_model("tiny").aliases == {"staging": 2}
     assert [event.actor for event in Promotions(settings).history("tiny") if event.actor == "trainbot"] == ["trainbot"]
+
+
+def test_the_approval_that_completes_the_count_holds_the_move_so_no_sweeper_takes_it(state_store_url: str):
+    # A running bot's sweeper finishes moves nobody holds; between an approval and its approver's move there is
+    # no moment when the move is free, so the approver moves the alias itself (a killed one leaves it to the lease).
+    store = PromotionStore(state_store_url)
+    store.create_schema()
+    now = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    request = store.create(
+        model="tiny",
+        version=2,
+        target="staging",
+        kind="promote",
+        requester="U01ALICE",
+        approvals_needed=1,
+        expires_in=timedelta(hours=1),
+        at=now,
+    )
+    assert store.approve(request.id, "U02B", now, lambda _: None, lease=timedelta(seconds=30)).completed
+    assert store.outbox(now + timedelta(seconds=1)) == []
+    assert store.outbox(now + timedelta(seconds=31)) == [request.id]
