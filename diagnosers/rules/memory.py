@@ -13,6 +13,7 @@ from __future__ import annotations
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
 from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
+from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where
 
@@ -30,11 +31,7 @@ def check(evidence: Evidence) -> list[Finding]:
 
 def _gpu_oom(evidence: Evidence) -> Finding | None:
     # The trainer's own warning that it caught the OOM stands on the OOM's line or just below it.
-    handled = {
-        (signal.quote.source, signal.quote.line - below)
-        for signal in evidence.of(cuda.HANDLED_OUT_OF_MEMORY)
-        for below in range(_HANDLED_WITHIN_LINES + 1)
-    }
+    handled = _lines_from(evidence.of(cuda.HANDLED_OUT_OF_MEMORY), range(-_HANDLED_WITHIN_LINES, 1))
     signals = [
         signal for signal in evidence.of(cuda.OUT_OF_MEMORY) if (signal.quote.source, signal.quote.line) not in handled
     ]
@@ -131,8 +128,9 @@ def _under_other_reason(evidence: Evidence) -> set[tuple[str, int]]:
     """Lines just below a terminated container's `Reason:` that is not OOMKilled (`Error`, `Completed`): the runtime
     saw that exit and found no OOM kill, so an exit code 137 there (a liveness probe's kill, a preemption) is no
     guess at memory."""
-    return {
-        (signal.quote.source, signal.quote.line + offset)
-        for signal in evidence.of(k8s_text.TERMINATED_REASON)
-        for offset in range(1, _REASON_REACH + 1)
-    }
+    return _lines_from(evidence.of(k8s_text.TERMINATED_REASON), range(1, _REASON_REACH + 1))
+
+
+def _lines_from(signals: list[Signal], offsets: range) -> set[tuple[str, int]]:
+    """(source, line) of the lines at `offsets` from each signal's own line."""
+    return {(signal.quote.source, signal.quote.line + offset) for signal in signals for offset in offsets}
