@@ -58,11 +58,15 @@ def registered(uri: str, model: str) -> MlflowClient:
 
 
 @pytest.mark.parametrize("killed", ["before", "after"])
-def test_a_running_bot_finishes_the_move_of_a_killed_mover(tmp_path: Path, killed: str):
+def test_a_running_bot_finishes_the_move_of_a_killed_mover(tmp_path: Path, state_store_url: str, killed: str):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = registered(uri, "tiny")
     settings = Settings(
-        data_dir=tmp_path / "data", mlflow_tracking_uri=uri, promotion=POLICY, promotion_lease_s=LEASE_S
+        data_dir=tmp_path / "data",
+        state_store_url=state_store_url,
+        mlflow_tracking_uri=uri,
+        promotion=POLICY,
+        promotion_lease_s=LEASE_S,
     )
     request = Promotions(settings).request(Actor("U01ALICE"), "tiny", 2, "staging")
 
@@ -70,7 +74,8 @@ def test_a_running_bot_finishes_the_move_of_a_killed_mover(tmp_path: Path, kille
     config.write_text(yaml.safe_dump({"promotion": POLICY}))
     clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
     env = {**clean, "TRAINBOT_CONFIG": str(config), "TRAINBOT_DATA_DIR": str(settings.data_dir),
-           "TRAINBOT_MLFLOW_TRACKING_URI": uri, "TRAINBOT_PROMOTION_SWEEP_S": str(SWEEP_S)}  # fmt: skip
+           "TRAINBOT_STATE_STORE_URL": state_store_url, "TRAINBOT_MLFLOW_TRACKING_URI": uri,
+           "TRAINBOT_PROMOTION_SWEEP_S": str(SWEEP_S)}  # fmt: skip
     port = free_port()
     url = f"http://127.0.0.1:{port}/healthz"
     with serving([str(TRAINBOT), "serve", "--port", str(port)], tmp_path / "serve.log", url, env):
