@@ -167,9 +167,10 @@ def _counted_channel(metrics: Metrics) -> type[HTTPChannel]:
     class CountedError(ErrorTask):
         def execute(self) -> None:
             started = time.perf_counter()
-            super().execute()
-            status = self.status.split(" ", 1)[0]
+            # Counted before the answer is written: a client that reads it and scrapes /metrics must see it.
+            status = str(self.request.error.code)
             metrics.answered("server", status)
+            super().execute()
             # A request refused at its first line has neither.
             method, path = (getattr(self.request, name, None) or "" for name in ("command", "path"))
             log_answer("-", method, path, status, 0, started)
