@@ -1,4 +1,5 @@
-"""Errors a person can cause. Each message says what to do; the bot and the CLI show it as it is."""
+"""Errors a person can cause, in one hierarchy under ActionError. Each message says what to do; the CLI, Slack and
+the web server show it as it is."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from __future__ import annotations
 PRIVATE_UMASK = 0o077
 
 
-class SettingsError(ValueError):
-    """The configuration cannot be used; the message says which file or variable to fix."""
-
-
 class ActionError(Exception):
-    """Something the person asking can fix: the message names the thing and the fix."""
+    """Something the person asking can fix: the message names the thing and the fix. The root of every error
+    trainbot shows as it is; anything else is an incident."""
+
+
+class SettingsError(ActionError, ValueError):
+    """The configuration cannot be used; the message says which file or variable to fix. A ValueError too, so
+    pydantic's validators report it as a validation error."""
 
 
 class BadRequest(ActionError):

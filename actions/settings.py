@@ -39,7 +39,7 @@ class Settings(BaseSettings):
 
     # Launching: `local` runs a Ray head on this machine; `kuberay` submits RayJobs.
     backend: Literal["local", "kuberay"] = "local"
-    # Job templates by name, beside the built-in tiny-transformer (see actions/templates.py).
+    # Job templates by name, beside the built-in tiny-transformer (see actions/jobs/templates.py).
     templates: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # Local backend: the Ray head trainbot starts on 127.0.0.1 when none is running.
@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     mlflow_request_max_retries: int = Field(default=1, ge=0, le=10)
     mlflow_request_backoff_factor: int = Field(default=1, ge=0, le=120)
     mlflow_request_backoff_jitter: float = Field(default=0.5, ge=0)
-    # Model promotion targets and their approvers (see actions/promotion_policy.py).
+    # Model promotion targets and their approvers (see actions/promotions/policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)
     # How long one process holds an alias move before another may take it over (the move takes a second or
     # two), and how often `trainbot serve` finishes the moves whose holder died (kill -9, a lost node).
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     alerts_channel: str = ""
     # Alertmanager's API, for the "Silence 2h" button under an alert thread; empty: no button.
     alertmanager_url: str = ""
-    # Which alert labels say the job an alert thread is for (actions/alert_threads.py): `namespace`, when
+    # Which alert labels say the job an alert thread is for (actions/alerts/threads.py): `namespace`, when
     # listed, qualifies the job; of the others, the first an alert carries, in this order, names it.
     alert_thread_labels: list[str] = Field(default_factory=lambda: ["namespace", "rayjob", "job"])
     promotions_channel: str = ""
@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     # Work bound for one backend (MLflow, jobs, diagnosis, Alertmanager) runs on that backend's own threads,
     # this many each, so a backend that hangs cannot take the workers everything else needs.
     slack_backend_workers: int = Field(default=2, ge=1, le=16)
-    # Who may run which slash command, and in which channels (see bot/authorization.py).
+    # Who may run which slash command, and in which channels (see bot/slack/authorization.py).
     slack_commands: dict[str, Any] = Field(default_factory=dict)
 
     def bundle_limits(self) -> Limits:

@@ -1,6 +1,6 @@
 """How fast trainbot acks Slack, next to a bare Bolt app on the same server stack, in one run.
 
-Both run as `serve` processes on the same server, bot/http_server.py's (waitress), against the local Slack stand-in
+Both run as `serve` processes on the same server, bot/http/server.py's (waitress), against the local Slack stand-in
 (a third process, so that taking trainbot's replies costs the measuring process nothing).
 Each gets 200 signed `/train status` requests, 20 at a time, in alternating rounds so that noise on
 this shared machine falls on both. It prints p50 and p99 of the time to Slack's 200 for each, the
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import requests
 
-from bot.local_slack import LocalSlack, signed_headers, slash_command_body
+from bot.console.local_slack import LocalSlack, signed_headers, slash_command_body
 from tests.processes import free_port, serving
 
 if TYPE_CHECKING:
@@ -36,12 +36,12 @@ TRAINBOT = Path(sys.executable).with_name("trainbot")
 
 
 def serve_bare(port: int) -> None:
-    """The bare arm: a Bolt app whose /train only acks, on trainbot's server (bot/http_server.py)."""
+    """The bare arm: a Bolt app whose /train only acks, on trainbot's server (bot/http/server.py)."""
     from slack_bolt import App  # noqa: PLC0415
     from slack_bolt.adapter.wsgi import SlackRequestHandler  # noqa: PLC0415
     from slack_sdk import WebClient  # noqa: PLC0415
 
-    from bot.http_server import serve  # noqa: PLC0415
+    from bot.http.server import serve  # noqa: PLC0415
 
     client = WebClient(token="xoxb-bench", base_url=os.environ["TRAINBOT_SLACK_API_URL"])
     # Bolt's mode that trainbot uses: acks answered in the request's thread.
@@ -89,7 +89,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trainbot-bench-") as scratch:
         logs = Path(scratch)
         slack = LocalSlack(f"http://127.0.0.1:{free_port()}")
-        stand_in = [sys.executable, "-m", "bot.local_slack", slack.url.rsplit(":", 1)[1]]
+        stand_in = [sys.executable, "-m", "bot.console.local_slack", slack.url.rsplit(":", 1)[1]]
         env = {
             **{key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))},
             "SLACK_BOT_TOKEN": "xoxb-bench",
@@ -122,7 +122,7 @@ def main() -> None:
                     samples[arm] += _round(urls[arm], slack, REQUESTS // ROUNDS)
     (t50, t99), (b50, b99) = _percentiles(samples["trainbot"]), _percentiles(samples["bare"])
     print(f"{REQUESTS} signed /train status requests per arm, {CONCURRENCY} at a time, {ROUNDS} alternating rounds")
-    print("  both arms on waitress (bot/http_server.py)")
+    print("  both arms on waitress (bot/http/server.py)")
     print(f"  trainbot   p50 {t50:6.1f} ms   p99 {t99:6.1f} ms")
     print(f"  bare Bolt  p50 {b50:6.1f} ms   p99 {b99:6.1f} ms")
     verdict = "meets" if t99 / b99 <= GOAL_RATIO else "misses"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actions.registry import MLFLOW_HTTP_VARIABLES
-from bot.local_slack import LocalSlack, local_slack
+from actions.promotions.registry import MLFLOW_HTTP_VARIABLES
+from bot.console.local_slack import LocalSlack, local_slack
 from tests.postgres import create_database, private_cluster, server_bin_dir
 
 # In CI a missing PostgreSQL must fail the run, not skip half the store suite.
@@ -19,8 +19,8 @@ DIALECTS = ["sqlite", "postgresql"]
 
 @pytest.fixture(autouse=True)
 def _mlflow_http_variables() -> Iterator[None]:
-    """Promotions set MLflow's timeout variables for the whole process (actions/registry.py): each test starts
-    without them and ends with the environment as it was, so one test's settings never become the next one's."""
+    """Promotions set MLflow's timeout variables for the whole process (actions/promotions/registry.py): each test
+    starts without them and ends with the environment as it was, so one test's settings never become the next one's."""
     saved = {variable: os.environ.pop(variable) for variable in MLFLOW_HTTP_VARIABLES if variable in os.environ}
     yield
     for variable in MLFLOW_HTTP_VARIABLES:

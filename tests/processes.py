@@ -1,5 +1,6 @@
 """Real servers the tests start on loopback: as processes (Prometheus, `mlflow server`, `trainbot serve`),
-or in a thread of the test's own process through bot.web.in_thread (stand-ins, stubs, the WSGI app under test)."""
+or in a thread of the test's own process through bot.http.server.in_thread (stand-ins, stubs, the WSGI app under
+test)."""
 
 from __future__ import annotations
 

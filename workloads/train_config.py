@@ -13,7 +13,7 @@ from workloads.parallel import STRATEGIES, Strategy
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The tiny-transformer template's parameters, with its defaults (actions/templates.py)."""
+    """The tiny-transformer template's parameters, with its defaults (actions/jobs/templates.py)."""
 
     lr: float = 3e-3
     batch_size: int = 32

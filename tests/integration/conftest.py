@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actions.local_head import ensure_head, stop_head
+from actions.jobs.backends.local_head import ensure_head, stop_head
 from actions.settings import Settings
 from tests.processes import free_port
 

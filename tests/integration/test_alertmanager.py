@@ -16,8 +16,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from actions.alert_threads import AlertThread, AlertThreads
-from bot.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
+from actions.alerts.threads import AlertThread, AlertThreads
+from bot.console.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
 from tests.alertmanager import alert, missing_binary, post_alerts, running_alertmanager
 from tests.integration.cli import TRAINBOT
 from tests.processes import free_port, serving

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import pytest
 
-from bot.web import in_thread
+from bot.http.server import in_thread
 from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import SourceUnavailable
 from diagnosers.collect.deadline import Deadline

@@ -18,9 +18,9 @@ from typing import ClassVar
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
-from actions.local_head import dashboard_url, temp_dir
+from actions.jobs.backends.local_head import dashboard_url, temp_dir
 from actions.settings import Settings
-from bot.web import in_thread
+from bot.http.server import in_thread
 from diagnosers.collect.collector import Source, collect
 from diagnosers.collect.local_logs import collect_local_logs
 from diagnosers.collect.ray_dashboard import collect_dashboard, driver_log_name

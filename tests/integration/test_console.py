@@ -11,7 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from actions.settings import Settings
-from bot.console import run_console
+from bot.console.terminal import run_console
 from tests.integration.cli import trainbot
 from tests.integration.test_promotions import register
 from tests.processes import free_port

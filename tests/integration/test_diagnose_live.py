@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from actions.local_head import temp_dir
+from actions.jobs.backends.local_head import temp_dir
 from tests.integration.cli import launch, trainbot, wait_for
 from tests.prometheus_server import missing_binaries, running_prometheus
 

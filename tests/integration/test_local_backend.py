@@ -8,9 +8,9 @@ import mlflow
 import pytest
 from mlflow import MlflowClient
 
-from actions.local import LocalBackend
-from actions.store import Store
-from actions.watcher import watch
+from actions.jobs.backends.local import LocalBackend
+from actions.jobs.records import Store
+from actions.jobs.watcher import watch
 from tests.integration.cli import launch, trainbot, wait_for
 
 pytestmark = pytest.mark.integration

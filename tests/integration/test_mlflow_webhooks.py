@@ -19,10 +19,10 @@ from cryptography.fernet import Fernet
 from mlflow import MlflowClient
 from mlflow.webhooks.delivery import _generate_hmac_signature
 
-from actions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from actions.promotion_policy import Actor
-from actions.promotions import Promotions
-from actions.registry_events import Notice, NoticeKind, RegistryEvents
+from actions.promotions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from actions.promotions.policy import Actor
+from actions.promotions.registry_events import Notice, NoticeKind, RegistryEvents
+from actions.promotions.service import Promotions
 from actions.settings import Settings
 from tests.integration.cli import TRAINBOT, trainbot
 from tests.processes import free_port, serving
@@ -238,7 +238,7 @@ def test_registering_needs_a_server_and_a_secret(env, tmp_path):
 
 def test_serving_loads_neither_torch_nor_ray_train():
     code = (
-        "import sys; import bot.web, bot.slack_app, actions.promotions, actions.operations; "
+        "import sys; import bot.web.app, bot.slack.app, actions.promotions.service, actions.jobs.service; "
         "from mlflow import MlflowClient; "
         "heavy = [m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith(('ray.train', 'ray.tune'))]; "
         "assert not heavy, heavy"

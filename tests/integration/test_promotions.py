@@ -14,10 +14,10 @@ import pytest
 from mlflow import MlflowClient
 
 from actions.errors import BadRequest, Conflict, Forbidden, Unavailable
-from actions.promotion_policy import Actor
-from actions.promotion_store import PromotionState, now
-from actions.promotions import APPLY_LEASE, Promotions
-from actions.registry import Registry
+from actions.promotions.policy import Actor
+from actions.promotions.registry import Registry
+from actions.promotions.service import APPLY_LEASE, Promotions
+from actions.promotions.store import PromotionState, now
 from actions.settings import Settings
 from tests.integration.cli import trainbot
 
@@ -254,8 +254,8 @@ def test_approvers_clicking_at_once_move_the_alias_once(settings, client, model)
 
 APPROVE_IN_A_PROCESS = """
 import json, sys
-from actions.promotion_policy import Actor
-from actions.promotions import Promotions
+from actions.promotions.policy import Actor
+from actions.promotions.service import Promotions
 from actions.settings import Settings
 settings = Settings.model_validate_json(sys.argv[1])
 request = Promotions(settings).approve(Actor(sys.argv[3]), sys.argv[2])
@@ -285,9 +285,9 @@ def test_processes_approving_at_once_move_the_alias_once(settings, client, model
 
 CRASH_AROUND_THE_MOVE = """
 import os, sys
-from actions.promotion_policy import Actor
-from actions.promotions import Promotions
-from actions.registry import Registry
+from actions.promotions.policy import Actor
+from actions.promotions.service import Promotions
+from actions.promotions.registry import Registry
 from actions.settings import Settings
 
 class Crashing(Registry):

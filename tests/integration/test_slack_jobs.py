@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from actions.jobs import JobState
-from actions.promotions import Promotions
+from actions.jobs.job import JobState
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.job_watcher import start_job_watcher
-from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
-from bot.slack_app import SlackBot, build_slack_app
-from bot.web import make_app
+from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.slack.app import SlackBot, build_slack_app
+from bot.slack.job_watcher import start_job_watcher
+from bot.web.app import make_app
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
 
 pytestmark = pytest.mark.integration

@@ -15,12 +15,12 @@ from mlflow import MlflowClient
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
-from actions.mlflow_webhook import Delivery
-from actions.promotion_store import PromotionState
-from actions.promotions import Promotions
+from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.service import Promotions
+from actions.promotions.store import PromotionState
 from actions.settings import Settings
-from actions.slack_posts import SlackPosts
-from bot.local_slack import (
+from actions.state.posts import SlackPosts
+from bot.console.local_slack import (
     Call,
     LocalSlack,
     button_click_body,
@@ -28,10 +28,10 @@ from bot.local_slack import (
     post_signed,
     view_submission_body,
 )
-from bot.slack_app import REJECT_REASON, build_slack_app
-from bot.slack_notices import post_notices
-from bot.slack_poster import SlackPoster
-from bot.web import make_app
+from bot.slack.app import REJECT_REASON, build_slack_app
+from bot.slack.notices import post_notices
+from bot.slack.poster import SlackPoster
+from bot.web.app import make_app
 from tests.integration.test_promotions import alias, register
 from tests.processes import free_port
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts

@@ -18,8 +18,8 @@ import torch
 from mlflow import MlflowClient
 from ray.job_submission import JobStatus, JobSubmissionClient
 
-from actions.local_head import dashboard_url
-from actions.templates import TINY_TRANSFORMER
+from actions.jobs.backends.local_head import dashboard_url
+from actions.jobs.templates import TINY_TRANSFORMER
 from diagnosers.bundle import load_bundle
 from workloads.model_checkpoint import read_model
 from workloads.tune_space import dirname, trial_name

@@ -19,16 +19,16 @@ import pytest
 import requests
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from actions.alert_threads import AlertThreads, thread_for
-from actions.promotions import Promotions
+from actions.alerts.threads import AlertThreads, thread_for
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from actions.slack_posts import Post, SlackPosts
-from bot.alert_poster import POLL_S, AlertPoster, start_alert_poster
-from bot.http_server import serving_locally
-from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
-from bot.slack_app import build_slack_app
-from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
-from bot.web import in_thread, make_app, start_everything
+from actions.state.posts import Post, SlackPosts
+from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.http.server import in_thread, serving_locally
+from bot.slack.alert_poster import POLL_S, AlertPoster, start_alert_poster
+from bot.slack.app import build_slack_app
+from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
+from bot.web.app import make_app, start_everything
 from tests.alertmanager import alert, notification
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT

@@ -6,7 +6,7 @@ import pytest
 
 from actions.errors import Forbidden
 from actions.settings import SettingsError
-from bot.authorization import Authorization
+from bot.slack.authorization import Authorization
 
 
 def nobody(user: str, groups: object) -> frozenset[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bot.charts import DPI, PANEL_HEIGHT_IN, PHASES, WIDTH_IN, diagnosis_chart, gpu_activity
+from bot.render.charts import DPI, PANEL_HEIGHT_IN, PHASES, WIDTH_IN, diagnosis_chart, gpu_activity
 from diagnosers.bundle import load_bundle
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
@@ -64,8 +64,8 @@ def test_a_bundle_without_metrics_or_step_timings_gets_no_chart(example):
 
 def test_the_bot_loads_matplotlib_only_to_draw_a_chart():
     code = (
-        "import sys, pathlib; import bot.slack_app; assert 'matplotlib' not in sys.modules; "
-        "from bot.charts import diagnosis_chart; assert diagnosis_chart(pathlib.Path(sys.argv[1])); "
+        "import sys, pathlib; import bot.slack.app; assert 'matplotlib' not in sys.modules; "
+        "from bot.render.charts import diagnosis_chart; assert diagnosis_chart(pathlib.Path(sys.argv[1])); "
         "assert 'matplotlib' in sys.modules"
     )
     bundle = str(EXAMPLES / "compute-bound")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actions.jobs import DNS_1035
+from actions.jobs.job import DNS_1035
 from diagnosers.findings import FINDING_IDS
 from tests.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 
@@ -105,9 +105,10 @@ def test_default_data_dir_is_dot_trainbot():
 )
 def test_the_bot_side_never_imports_torch_or_ray_train(argv):
     code = (
-        "import sys, json; from bot.cli import main; main(json.loads(sys.argv[1])); "
-        "from actions.local import LocalBackend; from actions.kuberay import KubeRayBackend; "
-        "from actions.operations import Jobs; import ray.job_submission; "
+        "import sys, json; from bot.cli.main import main; main(json.loads(sys.argv[1])); "
+        "from actions.jobs.backends.local import LocalBackend; "
+        "from actions.jobs.backends.kuberay import KubeRayBackend; "
+        "from actions.jobs.service import Jobs; import ray.job_submission; "
         "heavy = [m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith(('ray.train', 'ray.tune'))]; "
         "assert not heavy, heavy"
     )
@@ -238,8 +239,8 @@ def test_the_data_directory_and_its_files_are_private(tmp_path, existing):
 CRASHING_CLI = """
 import sys
 import tempfile
-from actions.operations import Jobs
-from bot.cli import main
+from actions.jobs.service import Jobs
+from bot.cli.main import main
 
 def crash(*args, **kwargs):
     raise RuntimeError("the traceback of a bug, with secret-looking-detail")
@@ -265,7 +266,7 @@ def test_an_incident_report_is_private_in_the_data_directory(tmp_path):
 
 def test_diagnose_starts_without_pydantic_yet_a_bundle_limit_set_in_the_environment_holds():
     code = (
-        "import sys, json; from bot.cli import main; code = main(json.loads(sys.argv[1])); "
+        "import sys, json; from bot.cli.main import main; code = main(json.loads(sys.argv[1])); "
         "assert not [m for m in sys.modules if m.startswith('pydantic')]; sys.exit(code)"
     )
     clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}

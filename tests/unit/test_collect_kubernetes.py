@@ -12,12 +12,12 @@ import kmock
 import kubernetes
 import pytest
 
-from actions.collecting import collect_job
-from actions.kuberay import KubeRayBackend
-from actions.operations import Jobs
-from actions.planning import training_launch
+from actions.evidence.collecting import collect_job
+from actions.jobs.backends.kuberay import KubeRayBackend
+from actions.jobs.planning import training_launch
+from actions.jobs.service import Jobs
+from actions.jobs.templates import TINY_TRANSFORMER
 from actions.settings import Settings
-from actions.templates import TINY_TRANSFORMER
 from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import SourceUnavailable, collect
 from diagnosers.collect.deadline import Deadline

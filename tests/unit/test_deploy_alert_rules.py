@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from actions.settings import Settings
-from bot.web import ALERTS_PATH
+from bot.web.app import ALERTS_PATH
 from diagnosers.findings import FINDING_IDS, Severity
 from tests.deploy import (
     BASE,

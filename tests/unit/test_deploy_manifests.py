@@ -11,12 +11,12 @@ import kubernetes_validate
 import pytest
 from pydantic import AliasChoices
 
-from actions.kuberay import KubeRayBackend
-from actions.planning import training_launch
-from actions.promotion_policy import promotion_targets
+from actions.jobs.backends.kuberay import KubeRayBackend
+from actions.jobs.planning import training_launch
+from actions.jobs.templates import TINY_TRANSFORMER, load_templates
+from actions.promotions.policy import promotion_targets
 from actions.settings import CONFIG_ENV, Settings, load_settings
-from actions.templates import TINY_TRANSFORMER, load_templates
-from bot.authorization import Authorization
+from bot.slack.authorization import Authorization
 from diagnosers.findings import FINDING_IDS
 from tests.crd_schema import KUBERAY_DIR, problems
 from tests.deploy import (
@@ -45,7 +45,8 @@ EXPECTED_KINDS = {"dev": BASE_KINDS | {"PrometheusRule"}, "prod": BASE_KINDS | {
 # Read by the MLflow client library itself (basic auth to a tracking server), not by trainbot's settings.
 MLFLOW_CLIENT_ENV = {"MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"}
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "STATE_STORE_URL")
-# The Role, exactly: what actions/kuberay.py and the Kubernetes collector call, read verbs for what they read.
+# The Role, exactly: what actions/jobs/backends/kuberay.py and the Kubernetes collector call, read verbs for what
+# they read.
 ROLE_RULES = [
     {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "get", "list", "watch", "patch", "delete"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get", "list", "watch"]},

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.blocks import MAX_BLOCKS, MAX_SECTION_CHARS, Message
-from bot.diagnosis_view import (
+from bot.render.blocks import MAX_BLOCKS, MAX_SECTION_CHARS, Message
+from bot.render.diagnosis_view import (
     QUOTE_CHARS,
     TOP_FINDINGS,
     diagnosis_message,
     evidence_message,
     runbook_messages,
 )
-from bot.report import render_text
+from bot.render.report import render_text
 from diagnosers.engine import diagnose_path
 from tests.unit.test_slack_commands import texts
 

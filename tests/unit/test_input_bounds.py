@@ -6,11 +6,11 @@ import argparse
 import pytest
 
 from actions.errors import BadRequest
-from actions.planning import SweepOptions, plan_launch, plan_sweep
+from actions.jobs.planning import SweepOptions, plan_launch, plan_sweep
 from actions.settings import Settings
-from bot.cli import build_parser
-from bot.job_commands import parse_job_words
-from bot.slack_train import TRAIN
+from bot.cli.main import build_parser
+from bot.commands.jobs import parse_job_words
+from bot.slack.listeners.train import TRAIN
 
 OUT_OF_BOUNDS = [
     (["jobs", "--limit", "-5"], "argument --limit: '-5' is not a whole number from 1 to 1000"),
@@ -88,7 +88,7 @@ def test_a_sweep_metric_is_one_its_trials_report(tmp_path):
 
 
 def test_a_model_version_is_ascii_digits_in_the_cli_and_in_slack(monkeypatch):
-    from bot.slack_model import MODEL  # noqa: PLC0415
+    from bot.slack.listeners.model import MODEL  # noqa: PLC0415
 
     with pytest.raises(BadRequest, match="'\u0663' is not a model version number"):
         MODEL.parse("promote tiny \u0663 staging")

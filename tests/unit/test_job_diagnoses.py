@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from actions.settings import Settings
-from bot.job_diagnoses import alerted_job
+from bot.slack.listeners.diagnose_job import alerted_job
 
 
 @pytest.mark.parametrize(

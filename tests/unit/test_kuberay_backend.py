@@ -10,12 +10,12 @@ import kubernetes
 import pytest
 
 from actions.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
-from actions.jobs import JobState, Launch, new_job_name
-from actions.kuberay import DELETED_MESSAGE, KubeRayBackend
-from actions.planning import training_launch
-from actions.rayjob import load_manifest
+from actions.jobs.backends.kuberay import DELETED_MESSAGE, KubeRayBackend
+from actions.jobs.backends.rayjob import load_manifest
+from actions.jobs.job import JobState, Launch, new_job_name
+from actions.jobs.planning import training_launch
+from actions.jobs.templates import TINY_TRANSFORMER, manifest_template
 from actions.settings import Settings
-from actions.templates import TINY_TRANSFORMER, manifest_template
 from tests.crd_schema import RAYJOB_CRD
 from tests.kube_standin import RAYJOBS, ServedStandin
 

@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-from actions.local_head import stop_head, temp_dir
+from actions.jobs.backends.local_head import stop_head, temp_dir
 from actions.settings import Settings
 
 # Sleeps as a head process would run: the head's folder in its arguments, one child of its own.

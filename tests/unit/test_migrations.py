@@ -18,17 +18,18 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, Text, create_engine, insert, text
 
-import actions.migrations
-from actions.alert_threads import AlertThreads
-from actions.jobs import JobState
-from actions.migrations import VERSION_TABLE, Revisions, Upgrade, head, revisions, upgrade
-from actions.migrations.runner import locked
-from actions.mlflow_webhook import Delivery
-from actions.promotion_store import PromotionState, PromotionStore
-from actions.registry_events import RegistryEvents
+import actions.state.migrations
+from actions.alerts.threads import AlertThreads
+from actions.jobs.job import JobState
+from actions.jobs.records import Store
+from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.registry_events import RegistryEvents
+from actions.promotions.store import PromotionState, PromotionStore
 from actions.settings import SettingsError
-from actions.slack_posts import SlackPosts
-from actions.store import Database, Store, UTCDateTime
+from actions.state.database import Database, UTCDateTime
+from actions.state.migrations import VERSION_TABLE, Revisions, Upgrade, head, revisions, upgrade
+from actions.state.migrations.runner import locked
+from actions.state.posts import SlackPosts
 
 AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TRAINBOT = Path(sys.executable).with_name("trainbot")
@@ -81,7 +82,7 @@ def baseline_promotion_tables() -> MetaData:
 
 
 BASELINE = baseline_promotion_tables()
-SCRIPTS = ScriptDirectory(str(actions.migrations.VERSIONS.parent))
+SCRIPTS = ScriptDirectory(str(actions.state.migrations.VERSIONS.parent))
 HEAD = head()
 STORE_TABLES = ("job_events", "jobs", "cursors")
 PROMOTION_TABLES = ("promotion_approvals", "promotion_events", "promotion_requests")
@@ -214,7 +215,7 @@ def test_a_database_made_before_versioning_is_stamped_and_upgraded_with_its_rows
 
 def test_each_revision_file_is_named_after_its_revision_in_the_order_of_the_chain():
     chain = [script.revision for script in reversed(list(SCRIPTS.walk_revisions()))]
-    files = sorted(path.stem for path in actions.migrations.VERSIONS.glob("*.py") if path.stem != "__init__")
+    files = sorted(path.stem for path in actions.state.migrations.VERSIONS.glob("*.py") if path.stem != "__init__")
     assert chain == files
     assert chain[-1] == HEAD == SCRIPTS.get_current_head()
 

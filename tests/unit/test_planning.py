@@ -7,11 +7,11 @@ import shlex
 import pytest
 
 from actions.errors import BadRequest
-from actions.jobs import DNS_1035, MANAGED_BY, MAX_JOB_NAME, label_value, new_job_name
-from actions.planning import SweepOptions, plan_launch, plan_sweep
-from actions.search_space import parse_space
+from actions.jobs.job import DNS_1035, MANAGED_BY, MAX_JOB_NAME, label_value, new_job_name
+from actions.jobs.planning import SweepOptions, plan_launch, plan_sweep
+from actions.jobs.search_space import parse_space
+from actions.jobs.templates import TINY_TRANSFORMER
 from actions.settings import Settings
-from actions.templates import TINY_TRANSFORMER
 
 
 @pytest.fixture

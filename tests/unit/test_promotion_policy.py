@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from actions.errors import BadRequest, Forbidden
-from actions.promotion_policy import (
+from actions.promotions.policy import (
     Actor,
     BeatsCurrent,
     MetricCheck,

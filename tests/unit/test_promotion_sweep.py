@@ -15,9 +15,9 @@ import pytest
 import yaml
 from mlflow import MlflowClient
 
-from actions.promotion_policy import Actor
-from actions.promotion_store import PromotionState, PromotionStore
-from actions.promotions import Promotions
+from actions.promotions.policy import Actor
+from actions.promotions.service import Promotions
+from actions.promotions.store import PromotionState, PromotionStore
 from actions.settings import Settings
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
@@ -28,9 +28,9 @@ FINISHED_WITHIN_S = 30
 
 KILLED_WHILE_MOVING = """
 import os, signal, sys
-from actions.promotion_policy import Actor
-from actions.promotions import Promotions
-from actions.registry import Registry
+from actions.promotions.policy import Actor
+from actions.promotions.service import Promotions
+from actions.promotions.registry import Registry
 from actions.settings import Settings
 
 class KilledMidMove(Registry):

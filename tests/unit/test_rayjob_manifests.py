@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from actions.errors import BadRequest
-from actions.jobs import Launch, new_job_name
-from actions.planning import training_launch
-from actions.rayjob import GPU, MAX_MANIFEST_BYTES, apply_launch, build_rayjob, load_manifest
+from actions.jobs.backends.rayjob import GPU, MAX_MANIFEST_BYTES, apply_launch, build_rayjob, load_manifest
+from actions.jobs.job import Launch, new_job_name
+from actions.jobs.planning import training_launch
+from actions.jobs.templates import TINY_TRANSFORMER, JobTemplate, manifest_template
 from actions.settings import Settings
-from actions.templates import TINY_TRANSFORMER, JobTemplate, manifest_template
 from tests.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 
 # The rules the operator checks itself (shared/kuberay/README.md); a RayJob breaking one is accepted by

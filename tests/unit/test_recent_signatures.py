@@ -1,8 +1,8 @@
 """The in-memory replay guard in front of Bolt: a signature is taken once per process within its window,
 and memory stays bounded however many requests come."""
 
-from bot import slack_entry
-from bot.slack_entry import RecentSignatures
+from bot.slack import entry as slack_entry
+from bot.slack.entry import RecentSignatures
 
 NOW = 1_800_000_000.0
 WINDOW_S = 300.0

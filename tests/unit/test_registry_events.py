@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from actions.errors import BadRequest
-from actions.mlflow_webhook import Delivery
-from actions.promotion_store import PromotionRequest, PromotionStore
-from actions.registry_events import NoticeKind, RegistryEvents
+from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.registry_events import NoticeKind, RegistryEvents
+from actions.promotions.store import PromotionRequest, PromotionStore
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 TARGETS = ["staging", "production"]

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from actions.seen_signatures import SeenSignatures
+from actions.state.seen_signatures import SeenSignatures
 
 NOW = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)
 SIGNATURE = "ab" * 32

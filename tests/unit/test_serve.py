@@ -26,8 +26,8 @@ import requests
 from mlflow.webhooks.delivery import _generate_hmac_signature
 from prometheus_client.parser import text_string_to_metric_families
 
-from actions.mlflow_webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from bot.local_slack import Call, LocalSlack, local_slack, signed_headers, slash_command_body
+from actions.promotions.mlflow_webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from bot.console.local_slack import Call, LocalSlack, local_slack, signed_headers, slash_command_body
 from tests.alertmanager import alert, notification
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
@@ -199,7 +199,7 @@ def test_a_signed_but_unreadable_body_is_a_counted_400(server, body):
 
 
 def test_bodies_are_never_logged_and_a_request_is_one_escaped_line(server):
-    forged = "text=hi\n2026-11-24 02:00:00,000 INFO bot.web: FORGED admin logged in\n" + "x" * 10_000
+    forged = "text=hi\n2026-11-24 02:00:00,000 INFO bot.web.app: FORGED admin logged in\n" + "x" * 10_000
     answer = server.slack(forged, {"X-Slack-Request-Timestamp": str(int(time.time())), "X-Slack-Signature": "v0=1"})
     assert answer.status_code == 401
     request_id = answer.headers["X-Request-Id"]

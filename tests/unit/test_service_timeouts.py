@@ -20,16 +20,16 @@ from slack_sdk.errors import SlackClientError
 from sqlalchemy import text
 
 from actions.errors import Unavailable
-from actions.promotions import Promotions
-from actions.registry import MlflowHttp
+from actions.jobs.records import Store
+from actions.promotions.registry import MlflowHttp
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from actions.store import Store
-from bot.acked_work import AckedWork
-from bot.blocks import render
-from bot.local_slack import LocalSlack, post_signed, slash_command_body
-from bot.slack_app import _answering, build_slack_app
-from bot.slack_poster import paced_client
-from bot.web import make_app
+from bot.console.local_slack import LocalSlack, post_signed, slash_command_body
+from bot.render.blocks import render
+from bot.slack.acked_work import AckedWork
+from bot.slack.app import _answering, build_slack_app
+from bot.slack.poster import paced_client
+from bot.web.app import make_app
 from tests.silent_server import HOST, silent_server
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, slack_settings, texts
 
@@ -132,7 +132,7 @@ def test_postgresql_ends_a_wait_for_a_lock_at_the_lock_timeout(postgres_url):
 
 
 def test_every_job_submission_request_has_a_timeout(silent_port):
-    from actions.ray_jobs_client import TimedJobSubmissionClient  # noqa: PLC0415 - Ray loads slowly
+    from actions.jobs.backends.ray_jobs_client import TimedJobSubmissionClient  # noqa: PLC0415 - Ray loads slowly
 
     error = ended_within(5, lambda: TimedJobSubmissionClient(f"http://{HOST}:{silent_port}", (1.0, 1.0)))
 

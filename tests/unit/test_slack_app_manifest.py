@@ -11,11 +11,11 @@ import pytest
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from actions.promotions import Promotions
-from bot.local_slack import local_slack
-from bot.slack_app import build_slack_app
-from bot.slack_grammar import MODEL_VERBS, TRAIN_VERBS
-from bot.web import SLACK_PATH
+from actions.promotions.service import Promotions
+from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
+from bot.console.local_slack import local_slack
+from bot.slack.app import build_slack_app
+from bot.web.app import SLACK_PATH
 from tests.deploy import KUSTOMIZE, REPO, SLACK_MANIFEST, load_yaml
 from tests.unit.test_slack_commands import slack_settings
 

@@ -18,16 +18,24 @@ from prometheus_client.parser import text_string_to_metric_families
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from actions.errors import Unavailable
-from actions.jobs import JobState
-from actions.local_head import dashboard_url, head_running
-from actions.promotion_store import PromotionStore
-from actions.promotions import Promotions
+from actions.jobs.backends.local_head import dashboard_url, head_running
+from actions.jobs.job import JobState
+from actions.jobs.records import Store
+from actions.promotions.service import Promotions
+from actions.promotions.store import PromotionStore
 from actions.settings import Settings
-from actions.store import Store
-from bot.local_slack import Call, LocalSlack, button_click_payload, post_signed, signed_headers, slash_command_body
-from bot.metrics import Metrics
-from bot.slack_app import build_slack_app
-from bot.web import in_thread, make_app
+from bot.console.local_slack import (
+    Call,
+    LocalSlack,
+    button_click_payload,
+    post_signed,
+    signed_headers,
+    slash_command_body,
+)
+from bot.http.metrics import Metrics
+from bot.http.server import in_thread
+from bot.slack.app import build_slack_app
+from bot.web.app import make_app
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_store import launched

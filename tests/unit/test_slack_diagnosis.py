@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from actions.bundle_shelf import BundleShelf
-from actions.promotions import Promotions
+from actions.evidence.bundle_shelf import BundleShelf
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from actions.slack_posts import Post, SlackPosts
-from bot.blocks import notice
-from bot.charts import diagnosis_chart
-from bot.local_slack import Call, LocalSlack, button_click_body, post_signed
-from bot.slack_app import build_slack_app
-from bot.slack_diagnosis import GONE, post_diagnosis
-from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
-from bot.web import make_app
+from actions.state.posts import Post, SlackPosts
+from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.render.blocks import notice
+from bot.render.charts import diagnosis_chart
+from bot.slack.app import build_slack_app
+from bot.slack.listeners.diagnosis import GONE, post_diagnosis
+from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
+from bot.web.app import make_app
 from diagnosers.engine import diagnose_path
 from tests.unit import test_slack_commands
 from tests.unit.test_diagnosis_view import EXAMPLES, hostile_bundle

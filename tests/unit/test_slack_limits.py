@@ -12,9 +12,9 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.blocks import clip, render, render_view
-from bot.local_slack import LocalSlack, local_slack
-from bot.slack_app import OFFER_ACTION
+from bot.console.local_slack import LocalSlack, local_slack
+from bot.render.blocks import clip, render, render_view
+from bot.slack.app import OFFER_ACTION
 
 OFFER = SimpleNamespace(kind="offer", text="tiny-transformer v3 was registered", model="tiny-transformer", version=3)
 

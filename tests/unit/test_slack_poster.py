@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from actions.slack_posts import SlackPosts
-from bot.blocks import notice
-from bot.local_slack import LocalSlack
-from bot.slack_poster import ChannelPacer, SlackPoster, paced_client
+from actions.state.posts import SlackPosts
+from bot.console.local_slack import LocalSlack
+from bot.render.blocks import notice
+from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
 
 
 @pytest.fixture

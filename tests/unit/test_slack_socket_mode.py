@@ -14,9 +14,9 @@ from pydantic import SecretStr
 from slack_bolt.adapter.socket_mode.builtin import SocketModeHandler
 
 from actions.errors import Unavailable
-from actions.promotions import Promotions
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.local_slack import (
+from bot.console.local_slack import (
     APP_TOKEN,
     Call,
     LocalSlack,
@@ -24,10 +24,10 @@ from bot.local_slack import (
     local_slack,
     slash_command_fields,
 )
-from bot.local_socket_mode import LocalSocketMode
-from bot.metrics import Metrics
-from bot.slack_app import build_slack_app
-from bot.socket_mode import connect_socket_mode
+from bot.http.metrics import Metrics
+from bot.slack.app import build_slack_app
+from bot.slack.socket_mode import connect_socket_mode
+from tests.local_socket_mode import LocalSocketMode
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
 from tests.unit.test_slack_commands import slack_settings, texts

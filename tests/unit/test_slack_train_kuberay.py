@@ -10,15 +10,15 @@ import pytest
 from slack_sdk import WebClient
 
 from actions.errors import Forbidden
-from actions.kuberay import KubeRayBackend
-from actions.operations import Jobs
+from actions.jobs.backends.kuberay import KubeRayBackend
+from actions.jobs.service import Jobs
+from actions.jobs.templates import TINY_TRANSFORMER
 from actions.settings import Settings
-from actions.templates import TINY_TRANSFORMER
-from bot.authorization import Authorization
-from bot.blocks import Message
-from bot.local_slack import LocalSlack
-from bot.slack_grammar import Slash
-from bot.slack_train import TrainDesk, answer_train
+from bot.commands.grammar import Slash
+from bot.console.local_slack import LocalSlack
+from bot.render.blocks import Message
+from bot.slack.authorization import Authorization
+from bot.slack.listeners.train import TrainDesk, answer_train
 from tests.kube_standin import ServedStandin
 from tests.unit.test_kuberay_backend import RUNNING, launch_of, team_launch
 

@@ -13,9 +13,10 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import StatementError
 
 from actions.errors import BadRequest, Conflict, NotFound
-from actions.jobs import JobState, JobStatus, Launch
-from actions.store import Store, _switch_to_wal
-from actions.templates import TINY_TRANSFORMER
+from actions.jobs.job import JobState, JobStatus, Launch
+from actions.jobs.records import Store
+from actions.jobs.templates import TINY_TRANSFORMER
+from actions.state.database import _switch_to_wal
 
 
 def open_store(url: str) -> Store:

@@ -7,9 +7,9 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from actions import sweep_progress as reader
 from actions.errors import BadRequest
-from actions.sweep_progress import sweep_progress
+from actions.jobs import sweep_progress as reader
+from actions.jobs.sweep_progress import sweep_progress
 
 SWEEP = "tiny-transformer-sweep-abc123"
 

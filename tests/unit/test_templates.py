@@ -6,7 +6,7 @@ import shlex
 import pytest
 
 from actions.errors import BadRequest, Forbidden, NotFound
-from actions.templates import TINY_TRANSFORMER, find_template, load_templates, manifest_template
+from actions.jobs.templates import TINY_TRANSFORMER, find_template, load_templates, manifest_template
 from workloads.train_config import TrainConfig
 
 HOSTILE = ["1;rm -rf /", "$(id)", "`id`", "1\nid", "0.1 && id", "x|sh", "${HOME}", "'", '"']

@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from actions.jobs import JobState, JobStatus
-from actions.watcher import poll_changes, watch
+from actions.jobs.job import JobState, JobStatus
+from actions.jobs.watcher import poll_changes, watch
 from tests.unit.test_store import launched, open_store
 
 PENDING, RUNNING, SUCCEEDED, FAILED = JobState.PENDING, JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED

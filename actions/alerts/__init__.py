@@ -1,0 +1,1 @@
+"""Alertmanager's alerts: its webhook notifications read, recorded in one thread per job, and silenced."""

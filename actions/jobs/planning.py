@@ -1,0 +1,165 @@
+"""Turn what a person asked for into a Launch: template, typed parameters, size, name, argv.
+
+Nothing here touches a backend; a dry run prints what these functions decide.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from actions.errors import BadRequest
+from actions.jobs.backends.rayjob import load_manifest
+from actions.jobs.job import Launch, new_job_name
+from actions.jobs.search_space import parse_space, searched
+from actions.jobs.templates import JobTemplate, ParamValue, find_template, load_templates, manifest_template
+from actions.settings import Settings
+
+MAX_TRIALS = 1000
+SWEEP_DRIVER = ("python", "-m", "workloads.sweep")
+# An MLflow store that only this machine can open; a cluster's sweep driver needs a server URL.
+LOCAL_STORE = re.compile(r"^(sqlite|file):|^/")
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    trials: int
+    metric: str | None = None
+    mode: Literal["min", "max"] | None = None
+    scheduler: Literal["asha", "none"] = "none"
+
+
+def templates_of(settings: Settings) -> dict[str, JobTemplate]:
+    return load_templates(settings.templates)
+
+
+def plan_launch(
+    settings: Settings,
+    template_name: str,
+    words: list[str],
+    *,
+    requester: str,
+    workers: int | None = None,
+    gpus_per_worker: int | None = None,
+) -> Launch:
+    template = find_template(templates_of(settings), template_name)
+    template.authorize(requester)
+    return training_launch(template, template.parse_params(words), template.size(workers, gpus_per_worker), requester)
+
+
+def plan_manifest_launch(
+    manifest_text: str,
+    source: str,
+    words: list[str],
+    *,
+    requester: str,
+    workers: int | None = None,
+    gpus_per_worker: int | None = None,
+) -> Launch:
+    """A team's own RayJob: their spec, a fresh name, our labels, their entrypoint plus the words."""
+    manifest = load_manifest(manifest_text, source)
+    template = manifest_template(_template_name(manifest, source))
+    params = template.parse_params(words)
+    # Their size stands unless the person asked for another; rayjob.apply_launch refuses a size
+    # for a RayJob that has no worker group.
+    if workers is None and gpus_per_worker is None:
+        size = (manifest_workers(manifest), 0)
+    else:
+        size = template.size(manifest_workers(manifest) if workers is None else workers, gpus_per_worker)
+    return training_launch(template, params, size, requester, manifest)
+
+
+def training_launch(
+    template: JobTemplate,
+    params: dict[str, ParamValue],
+    size: tuple[int, int],
+    requester: str,
+    manifest: dict[str, Any] | None = None,
+) -> Launch:
+    """A training job of `size` (workers, GPUs per worker) under a fresh name."""
+    return Launch(
+        name=new_job_name(template.name),
+        kind="train",
+        template=template,
+        params=params,
+        workers=size[0],
+        gpus_per_worker=size[1],
+        requester=requester,
+        argv=template.argv(params, *size),
+        manifest=manifest,
+    )
+
+
+def plan_sweep(
+    settings: Settings,
+    template_name: str,
+    words: list[str],
+    options: SweepOptions,
+    *,
+    requester: str,
+    backend: str,
+    workers: int | None = None,
+) -> Launch:
+    """One Ray job whose driver (workloads.sweep) runs Ray Tune over the template's trainable."""
+    template = find_template(templates_of(settings), template_name)
+    template.authorize(requester)
+    if template.sweep is None:
+        raise BadRequest(f"template {template.name} declares no `sweep.trainable`, so it cannot be swept")
+    if not 1 <= options.trials <= MAX_TRIALS:
+        raise BadRequest(f"--trials {options.trials}: choose 1 to {MAX_TRIALS}")
+    tracking_uri = settings.tracking_uri()
+    if backend == "kuberay" and LOCAL_STORE.match(tracking_uri):
+        raise BadRequest(
+            "a sweep on kuberay logs to MLflow from the cluster: set TRAINBOT_MLFLOW_TRACKING_URI to an "
+            "MLflow server the cluster can reach"
+        )
+    space = parse_space(template, words)
+    if not searched(space):
+        raise BadRequest("nothing to search: give at least one parameter a space, e.g. lr=loguniform(1e-4,1e-2)")
+    name = new_job_name(f"{template.name}-sweep")
+    size = template.size(workers, 0)
+    argv = [
+        *SWEEP_DRIVER,
+        "--trainable", template.sweep.trainable,
+        "--space", json.dumps(space, separators=(",", ":")),
+        "--trials", str(options.trials),
+        "--metric", template.sweep.metric_named(options.metric),
+        "--mode", options.mode or template.sweep.mode,
+        "--scheduler", options.scheduler,
+        "--tracking-uri", tracking_uri,
+        "--experiment", sweep_experiment(template.name),
+        "--model-name", template.name,
+        "--sweep-id", name,
+        "--cpus-per-trial", f"{template.sweep.cpus_per_trial:g}",
+    ]  # fmt: skip
+    return Launch(
+        name=name,
+        kind="sweep",
+        template=template,
+        params={"trials": options.trials, **{key: json.dumps(value) for key, value in space.items()}},
+        workers=size[0],
+        gpus_per_worker=0,
+        requester=requester,
+        argv=argv,
+    )
+
+
+def sweep_experiment(template_name: str) -> str:
+    """The MLflow experiment a template's sweeps log to."""
+    return f"trainbot/{template_name}"
+
+
+def manifest_workers(manifest: dict[str, Any]) -> int:
+    """Replicas of the RayJob's first worker group (the CRD defaults it to 0), or 0 with no group."""
+    groups = (manifest.get("spec", {}).get("rayClusterSpec") or {}).get("workerGroupSpecs") or []
+    return int(groups[0].get("replicas", 0)) if groups else 0
+
+
+def _template_name(manifest: dict[str, Any], source: str) -> str:
+    metadata = manifest.get("metadata") or {}
+    raw = str(metadata.get("name") or metadata.get("generateName") or source.rsplit("/", 1)[-1])
+    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower().removesuffix(".yaml")).strip("-")
+    name = re.sub(r"^[^a-z]+", "", name)[:32].rstrip("-")
+    return name or "rayjob"

@@ -1,0 +1,87 @@
+"""What the CLI and the bot call to change or read jobs: each call reaches one backend and the store."""
+
+from __future__ import annotations
+
+from actions.errors import BadRequest, NotFound
+from actions.jobs.job import Backend, JobStatus, Launch
+from actions.jobs.records import JobRecord, Store
+from actions.settings import Settings
+
+
+def backend_named(settings: Settings, name: str | None = None) -> Backend:
+    chosen = name or settings.backend
+    if chosen == "local":
+        from actions.jobs.backends.local import LocalBackend  # noqa: PLC0415 - only the chosen backend is imported
+
+        return LocalBackend(settings)
+    if chosen == "kuberay":
+        from actions.jobs.backends.kuberay import KubeRayBackend  # noqa: PLC0415
+
+        return KubeRayBackend(settings)
+    raise BadRequest(f"unknown backend {chosen!r}; choose local or kuberay")
+
+
+class Jobs:
+    """Launches recorded in the state store; status, logs and cancel find a job by name or prefix."""
+
+    def __init__(
+        self, settings: Settings, store: Store | None = None, backends: dict[str, Backend] | None = None
+    ) -> None:
+        self._settings = settings
+        if store is None:
+            settings.private_data_dir()
+            store = Store(settings.state_url())
+            store.create_schema()
+        self.store = store
+        self._backends: dict[str, Backend] = dict(backends or {})
+
+    def backend(self, name: str | None = None) -> Backend:
+        chosen = name or self._settings.backend
+        if chosen not in self._backends:
+            self._backends[chosen] = backend_named(self._settings, chosen)
+        return self._backends[chosen]
+
+    def launch(self, launch: Launch, backend: str | None = None) -> JobRecord:
+        chosen = self.backend(backend)
+        status = chosen.submit(launch)
+        return self.store.record_launch(launch, chosen.name, status)
+
+    def list(self, *, limit: int = 50, requester: str | None = None, active: bool = False) -> list[JobRecord]:
+        return self.store.list_jobs(limit=limit, requester=requester, active=active)
+
+    def status(self, job: str) -> JobStatus:
+        """The backend's status now, recorded in the store when trainbot launched the job."""
+        return self.locate_status(job)[0]
+
+    def locate_status(self, job: str) -> tuple[JobStatus, str]:
+        """The job's status now and the name of the backend that runs it."""
+        name, backend = self._locate(job)
+        status = backend.status(name)
+        self.store.record_status(status)
+        return status, backend.name
+
+    def logs(self, job: str, tail: int | None = None) -> str:
+        name, backend = self._locate(job)
+        return backend.logs(name, tail)
+
+    def cancel(self, job: str, suspend: bool = False) -> JobStatus:
+        name, backend = self._locate(job)
+        status = backend.cancel(name, suspend)
+        self.store.record_status(status)
+        return status
+
+    def launched(self, job: str) -> bool:
+        """Whether `job` (a name or a unique prefix) is one trainbot launched, as the state store says."""
+        try:
+            self.store.find(job)
+        except NotFound:
+            return False
+        return True
+
+    def _locate(self, job: str) -> tuple[str, Backend]:
+        """A job trainbot launched (by name or unique prefix), else the name as-is on the default backend."""
+        try:
+            record = self.store.find(job)
+        except NotFound:
+            return job, self.backend()
+        return record.name, self.backend(record.backend)

@@ -1,0 +1,1 @@
+"""The state store: one database (sqlite or PostgreSQL), its migrations, and the tables nothing else owns."""

@@ -1,0 +1,1 @@
+"""`trainbot`: the command line, one subcommand per verb; each parses, calls one action and renders."""

@@ -1,0 +1,77 @@
+"""`trainbot diagnose JOB|PATH`: a job diagnosed live, or an evidence bundle read, and the diagnosis printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actions.errors import BadRequest
+
+if TYPE_CHECKING:
+    from diagnosers.limits import Limits
+
+# A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
+JOB_NAME = re.compile(r"([a-z0-9][-a-z0-9]*/)?[A-Za-z0-9][-_A-Za-z0-9]*")
+
+
+def add_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    diagnose = commands.add_parser("diagnose", help="diagnose a job live, or an evidence bundle (folder or .tar.gz)")
+    diagnose.add_argument(
+        "target", metavar="JOB|PATH", help="a job (name or prefix, RayJob name, Ray submission id) or a bundle"
+    )
+    diagnose.add_argument("--json", action="store_true", help="print the diagnosis JSON of BUNDLE.md")
+    diagnose.set_defaults(handler=_diagnose)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    import gc  # noqa: PLC0415
+
+    # One diagnosis and the process exits: the cycle collector would only walk, again and again, the millions of
+    # objects that decoding metrics makes (10-15% of a big bundle's time), to find no cycle worth freeing.
+    gc.disable()
+    from bot.render.report import render_text  # noqa: PLC0415
+    from diagnosers.bundle import NotABundle  # noqa: PLC0415
+    from diagnosers.engine import diagnose_path  # noqa: PLC0415
+
+    limits = _bundle_limits()
+    try:
+        if is_bundle_path(args.target):
+            diagnosis = diagnose_path(Path(args.target), limits)
+        else:
+            import tempfile  # noqa: PLC0415
+
+            from bot.commands.jobs import collect_live  # noqa: PLC0415 - settings, store, backends
+
+            with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
+                collected = collect_live(args.target, Path(scratch) / args.target.replace("/", "_"))
+                diagnosis = diagnose_path(collected, limits)
+    except NotABundle as error:
+        raise BadRequest(str(error)) from None
+    if args.json:
+        print(json.dumps(diagnosis.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_text(diagnosis))
+    return 0
+
+
+def _bundle_limits() -> Limits:
+    """The settings' limits for reading a bundle. With no TRAINBOT_* variable set (nor TRAINBOT_CONFIG) every
+    setting is its default, and these defaults are Limits()'s own: no need to load the settings, whose pydantic
+    takes most of a diagnosis's start-up."""
+    if not any(name.upper().startswith("TRAINBOT_") for name in os.environ):
+        from diagnosers.limits import Limits  # noqa: PLC0415
+
+        return Limits()
+    from actions.settings import load_settings  # noqa: PLC0415
+
+    return load_settings().bundle_limits()
+
+
+def is_bundle_path(target: str) -> bool:
+    """A path (existing, or written like one) rather than a job name: job names have no dots or slashes
+    beyond KubeRay's `namespace/name`."""
+    return Path(target).exists() or not JOB_NAME.fullmatch(target)

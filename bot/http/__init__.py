@@ -1,0 +1,1 @@
+"""The HTTP server under `trainbot serve` and the bot's own metrics."""

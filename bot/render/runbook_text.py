@@ -1,0 +1,82 @@
+"""A runbook as Slack text, for a thread where no published runbook can be linked.
+
+The page is playbooks/<id>.md from the package data, front matter stripped, its Markdown said in Slack's
+mrkdwn (headings and **bold** as *bold*; code fences kept, without their language), in pieces that each
+fit one section. A heading starts a new piece, so a section reads as one part of the runbook.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+
+from bot.render.blocks import MAX_SECTION_CHARS, mrkdwn
+
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+# Lines that start something of their own: a list item (nested too) or a table row.
+LINE_STARTS = re.compile(r"\s*(?:(?:[-*]|\d+\.)\s|\|)")
+FENCE = "```"
+
+
+@dataclass(frozen=True)
+class RunbookText:
+    id: str
+    title: str
+    pieces: list[str]  # mrkdwn, not yet escaped (the template escapes)
+
+
+def runbook_text(finding_id: str) -> RunbookText:
+    page = (files("playbooks") / f"{finding_id}.md").read_text(encoding="utf-8")
+    front, body = _front_matter(page)
+    return RunbookText(finding_id, front.get("title", finding_id), _pieces(_parts(body)))
+
+
+def _front_matter(page: str) -> tuple[dict[str, str], str]:
+    if not page.startswith("---\n"):
+        return {}, page
+    head, _, body = page[len("---\n") :].partition("\n---\n")
+    fields = (line.partition(":") for line in head.splitlines())
+    return {key.strip(): value.strip() for key, _, value in fields}, body
+
+
+def _parts(body: str) -> list[list[str]]:
+    """The page's parts, each a heading and its paragraphs, in mrkdwn; a fenced block is one paragraph."""
+    parts: list[list[list[str]]] = [[[]]]
+    in_fence = prose = False
+    for line in body.splitlines():
+        paragraph = parts[-1][-1]
+        if line.startswith(FENCE):
+            in_fence, prose = not in_fence, False
+            paragraph.append(FENCE)
+        elif in_fence:
+            paragraph.append(line)
+        elif line.startswith("# "):
+            continue  # the page's title, which the message's first line already says
+        elif line.startswith("#"):
+            parts.append([[f"*{line.lstrip('#').strip()}*"], []])
+            prose = False
+        elif not line.strip():
+            parts[-1].append([])
+            prose = False
+        elif prose and not LINE_STARTS.match(line):
+            # Slack keeps line breaks: a sentence wrapped in the page is one line again.
+            paragraph[-1] += " " + BOLD.sub(r"*\1*", line.strip())
+        else:
+            paragraph.append(BOLD.sub(r"*\1*", line))
+            prose = True
+    return [paragraphs for part in parts if (paragraphs := ["\n".join(lines) for lines in part if lines])]
+
+
+def _pieces(parts: list[list[str]]) -> list[str]:
+    """Each part's paragraphs joined into pieces of at most a section's length once escaped."""
+    pieces: list[str] = []
+    for paragraphs in parts:
+        pieces.append(paragraphs[0])
+        for paragraph in paragraphs[1:]:
+            joined = f"{pieces[-1]}\n\n{paragraph}"
+            if len(mrkdwn(joined)) <= MAX_SECTION_CHARS:
+                pieces[-1] = joined
+            else:
+                pieces.append(paragraph)
+    return pieces

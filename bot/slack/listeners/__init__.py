@@ -1,0 +1,1 @@
+"""What answers each slash command, button and modal: one module per command family."""

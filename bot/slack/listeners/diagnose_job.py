@@ -1,0 +1,99 @@
+"""Diagnosing a job from Slack (`/train diagnose JOB`, the sweep's "Diagnose" button, a failed job's
+thread): collect its evidence, keep the bundle on the shelf, diagnose it, post the result in the job's
+thread (or the channel, for a job without one).
+
+Collecting takes up to the collect deadline (60 s by default), so it runs on a pool of its own: the
+listener threads that answer Slack stay free.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actions.errors import BadRequest, NotFound
+from actions.evidence.bundle_shelf import BundleShelf
+from bot.render.blocks import Message, mrkdwn, notice
+from bot.slack.job_threads import thread_key
+
+if TYPE_CHECKING:
+    from actions.jobs.service import Jobs
+    from actions.settings import Settings
+    from actions.state.posts import Post
+    from bot.slack.poster import SlackPoster
+
+DIAGNOSIS_WORKERS = 1
+# (work, tell) -> None: run `work`, telling the person what went wrong (bot/slack/attempts.py's attempt_work).
+Attempt = Callable[[Callable[[], None], Callable[[str], None]], None]
+
+
+class JobDiagnoses:
+    def __init__(self, settings: Settings, jobs: Callable[[], Jobs], poster: SlackPoster, attempt: Attempt) -> None:
+        self.settings = settings
+        self.jobs = jobs
+        self.poster = poster
+        self.attempt = attempt
+        self.shelf = BundleShelf.of(settings)
+        self._pool = ThreadPoolExecutor(DIAGNOSIS_WORKERS, thread_name_prefix="diagnosis")
+
+    def request(self, job: str, channel: str, user: str) -> Message:
+        """Start diagnosing `job` for `user`; what to tell them now."""
+        from bot.commands.diagnose import is_bundle_path  # noqa: PLC0415
+
+        if is_bundle_path(job):  # a path on the bot's machine is not for Slack users to read
+            raise BadRequest(f"{job}: name a job here; for a bundle file run `trainbot diagnose {job}` in a terminal")
+        name = self._name(job)
+        thread = self.poster.find(thread_key(name))
+
+        def tell(text: str) -> None:
+            self.poster.client.chat_postEphemeral(channel=channel, user=user, text=mrkdwn(text))
+
+        self._pool.submit(self.attempt, lambda: self.diagnose(name, channel, thread), tell)
+        where = "its thread" if thread else "this channel"
+        return notice(f"Diagnosing {name}: collecting its evidence; the diagnosis follows in {where}.")
+
+    def into_thread(self, name: str, thread: Post) -> None:
+        """A job failed, or an alert about it opened a thread: its diagnosis goes there, unasked."""
+
+        def tell(text: str) -> None:  # nobody asked: the thread hears why there is no diagnosis
+            self.poster.post(thread.channel, notice(f"No diagnosis of {name}: {text}"), thread=thread)
+
+        self._pool.submit(self.attempt, lambda: self.diagnose(name, thread.channel, thread), tell)
+
+    def into_alert_thread(self, job: str, namespace: str, thread: Post) -> None:
+        """An alert about `job` (in `namespace`, when its labels say) opened a thread: its diagnosis goes there."""
+        self.into_thread(alerted_job(self.settings, job, namespace), thread)
+
+    def diagnose(self, name: str, channel: str, thread: Post | None) -> None:
+        from actions.evidence.collecting import collect_job  # noqa: PLC0415 - collectors load on first use
+        from bot.slack.listeners.diagnosis import post_diagnosis  # noqa: PLC0415 - matplotlib loads on first use
+        from diagnosers.engine import diagnose_path  # noqa: PLC0415
+
+        with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
+            collected = collect_job(self.settings, self.jobs(), name, Path(scratch) / "bundle")
+            key = self.shelf.keep(collected, name)
+        kept = self.shelf.find(key)
+        assert kept is not None  # kept a moment ago, by this process
+        post_diagnosis(
+            self.poster, channel, thread, diagnose_path(kept, self.settings.bundle_limits()), kept,
+            job=name, runbook_base_url=self.settings.runbook_base_url, evidence_key=key,
+        )  # fmt: skip
+
+    def _name(self, job: str) -> str:
+        """The name trainbot knows the job by (a prefix completed), or the word as given (a Ray submission)."""
+        try:
+            return self.jobs().store.find(job).name
+        except NotFound:
+            return job
+
+
+def alerted_job(settings: Settings, job: str, namespace: str) -> str:
+    """What to diagnose for an alert about `job` in `namespace`: on KubeRay, a RayJob outside the bot's own
+    namespace is `namespace/job`, as `trainbot diagnose` takes it, never a namesake in the bot's namespace.
+    Local jobs have no namespace."""
+    if settings.backend == "kuberay" and namespace and namespace != settings.namespace:
+        return f"{namespace}/{job}"
+    return job

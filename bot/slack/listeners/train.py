@@ -1,0 +1,160 @@
+"""`/train` in Slack: the CLI's job verbs, answered as Block Kit. Each answer calls one action and renders;
+a launch or sweep opens the job's thread (bot/slack/job_threads.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import yaml
+
+from bot.commands.diagnose import add_diagnose_command
+from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
+from bot.commands.jobs import add_job_commands, plan_job
+from bot.render.blocks import Message, clip, mrkdwn, notice, render
+from bot.render.job_view import age
+from bot.slack.authorization import CANCEL_ANY
+
+if TYPE_CHECKING:
+    from actions.jobs.service import Jobs
+    from actions.jobs.templates import Param
+    from actions.settings import Settings
+    from bot.slack.job_threads import JobThreads
+    from bot.slack.listeners.diagnose_job import JobDiagnoses
+
+TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
+JOBS_SHOWN = 20
+LOG_LINES = 40
+# A log excerpt in one section: Slack's 3,000 characters less the fences.
+LOG_CHARS = 2900
+
+
+@dataclass(frozen=True)
+class TrainDesk:
+    """What /train answers with: the bot's one Jobs service and job threads (both made on first use), and
+    the authorization check for a verb."""
+
+    settings: Settings
+    jobs: Callable[[], Jobs]
+    threads: Callable[[], JobThreads]
+    diagnoses: JobDiagnoses
+    authorize: Callable[[str, Slash], None]
+
+
+def answer_train(slash: Slash, desk: TrainDesk) -> Message:
+    command = TRAIN.parse(slash.text)
+    desk.authorize(command.verb, slash)
+    if command.verb == "help":
+        return train_help(desk.settings)
+    if command.verb == "jobs":
+        return train_jobs(command, desk.jobs())
+    if command.verb == "status":
+        return train_status(command, desk.jobs())
+    if command.verb in ("launch", "sweep"):
+        return train_launch(command, slash, desk)
+    if command.verb == "logs":
+        return train_logs(command, desk.jobs())
+    if command.verb == "cancel":
+        return train_cancel(command, slash, desk)
+    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
+
+
+def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Submit, and open the job's thread in the channel; a dry run shows what would be submitted."""
+    settings = desk.settings
+    plan = plan_job(settings, command.args, slash.user)
+    if command.args.dry_run:
+        from actions.jobs.service import backend_named  # noqa: PLC0415
+
+        manifest = yaml.safe_dump(backend_named(settings).render(plan), sort_keys=False, allow_unicode=True)
+        return render(
+            "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
+        )
+    if plan.kind == "sweep":
+        from actions.jobs.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
+
+        prepare_tracking(settings.tracking_uri())
+    record = desk.jobs().launch(plan)
+    desk.threads().open(slash.channel, record)
+    return notice(f"Launched {record.name}; its thread in this channel follows it.")
+
+
+def train_logs(command: Command, jobs: Jobs) -> Message:
+    tail = LOG_LINES if command.args.tail is None else command.args.tail
+    lines = jobs.logs(command.args.job, tail).splitlines()
+    shown: list[str] = []
+    for line in reversed(lines):  # the newest lines that fit
+        if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:
+            break
+        shown.insert(0, line)
+    title = f"Last {len(shown)} lines of {command.args.job}'s log" + (
+        f" (the whole log: trainbot logs {command.args.job})" if len(shown) < len(lines) else ""
+    )
+    return render("code", title, title=title, code="\n".join(shown) or "(no output yet)")
+
+
+def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Stop a job; one trainbot did not launch (any RayJob the bot's service account reaches) needs cancel-any."""
+    jobs = desk.jobs()
+    if not jobs.launched(command.args.job):
+        desk.authorize(CANCEL_ANY, slash)
+    status = jobs.cancel(command.args.job, suspend=command.args.suspend)
+    return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
+
+
+def train_help(settings: Settings) -> Message:
+    from actions.jobs.templates import load_templates  # noqa: PLC0415 - pydantic models load only when asked
+
+    templates = [
+        {
+            "name": template.name,
+            "description": template.description,
+            "params": [(f"{name}={param.default}", _param_help(param)) for name, param in template.params.items()],
+        }
+        for template in load_templates(settings.templates).values()
+        if not template.from_manifest
+    ]
+    return render("help", "/train: launch, sweep and follow training jobs", command="/train", cli="",
+                  verbs=TRAIN.usage(), templates=templates)  # fmt: skip
+
+
+def train_jobs(command: Command, jobs: Jobs) -> Message:
+    args = command.args
+    limit = min(args.limit, JOBS_SHOWN)
+    records = jobs.list(limit=limit, requester=args.requester, active=args.active)
+    jobs = [
+        {"name": r.name, "state": str(r.state), "template": r.template, "backend": r.backend,
+         "requester": r.requester, "age": age(r.created_at)}
+        for r in records
+    ]  # fmt: skip
+    return render("jobs", f"{len(jobs)} jobs", jobs=jobs)
+
+
+def train_status(command: Command, jobs: Jobs) -> Message:
+    status = jobs.status(command.args.job)
+    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
+    details = [
+        (key, value)
+        for key, value in (
+            ("Message", status.message),
+            ("Reason", status.reason),
+            ("Cluster", status.cluster_name),
+            ("Dashboard", status.dashboard_url),
+            ("Started", status.start_time.isoformat(timespec="seconds") if status.start_time else ""),
+            ("Ended", status.end_time.isoformat(timespec="seconds") if status.end_time else ""),
+        )
+        if value
+    ]
+    lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in history]
+    return render("status", f"{status.name}: {status.state}", status=status, details=details, history=lines)
+
+
+def _param_help(param: Param) -> str:
+    bounds = [f"{key} {_number(value)}" for key, value in (("min", param.min), ("max", param.max)) if value is not None]
+    detail = ", ".join([param.type, *bounds] + ([" | ".join(param.choices)] if param.choices else []))
+    return f"({detail}) {param.help}".strip()
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
