@@ -23,7 +23,9 @@ from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
 
 POLICY = {"targets": {"staging": {"approvers": ["U02B"], "approvals": 1}}}
-LEASE_S, SWEEP_S = 1.0, 0.3
+# Long enough that the mover, loading MLflow on a loaded machine, still holds its lease when it moves the alias
+# (else the bot's sweeper rightly takes the move over and the "after" mover never reaches move_alias).
+LEASE_S, SWEEP_S = 8.0, 0.3
 FINISHED_WITHIN_S = 30
 
 KILLED_WHILE_MOVING = """
