@@ -26,95 +26,23 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
     Connection,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
     select,
     update,
 )
 
 from actions.alerts.alertmanager_webhook import FIRING, RESOLVED, Alert, Notification, read_notification
 from actions.errors import NotFound
-from actions.state.database import Database, UTCDateTime
+from actions.state.database import Database
+from actions.state.tables import MAX_KEY, alert_events, alert_states, alert_threads
 
 NAMESPACE = "namespace"
 # The default of the alert_thread_labels setting.
 DEFAULT_THREAD_LABELS = ("namespace", "rayjob", "job")
-MAX_KEY = 255
 # A round of the poster reads at most this many unposted events; the rest wait for the next round.
 MAX_PENDING_EVENTS = 5000
 # Bound on the ids in one UPDATE ... IN (...): old sqlite builds take 999 parameters at most.
 IDS_PER_STATEMENT = 500
-
-metadata = MetaData()
-
-alert_events = Table(
-    "alert_events",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("thread_key", String(MAX_KEY), nullable=False),
-    Column("fingerprint", String(64), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("starts_at", UTCDateTime(), nullable=False),
-    Column("ends_at", UTCDateTime()),
-    Column("alertname", Text, nullable=False),
-    # The alert object exactly as Alertmanager sent it, and where it came from.
-    Column("alert", JSON, nullable=False),
-    Column("receiver", Text, nullable=False),
-    Column("group_key", Text, nullable=False),
-    Column("external_url", Text, nullable=False),
-    Column("received_at", UTCDateTime(), nullable=False),
-    Column("stale", Boolean, nullable=False),
-    # Set by the bot once Slack has taken a message that tells of the event.
-    Column("posted_at", UTCDateTime(), index=True),
-    UniqueConstraint("fingerprint", "starts_at", "status", name="alert_events_once"),
-    Index("alert_events_thread_key_id", "thread_key", "id"),
-)
-
-# Each alert's latest state, by fingerprint (Alertmanager's hash of its labels).
-alert_states = Table(
-    "alert_states",
-    metadata,
-    Column("fingerprint", String(64), primary_key=True),
-    Column("thread_key", String(MAX_KEY), nullable=False, index=True),
-    Column("alertname", Text, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("starts_at", UTCDateTime(), nullable=False),
-    Column("ends_at", UTCDateTime()),
-)
-
-alert_threads = Table(
-    "alert_threads",
-    metadata,
-    Column("key", String(MAX_KEY), primary_key=True),
-    Column("job", Text, nullable=False),
-    Column("namespace", Text, nullable=False),
-    Column("matchers", JSON, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("alertnames", JSON, nullable=False),
-    Column("firing", Integer, nullable=False),
-    Column("alerts", Integer, nullable=False),
-    Column("events", Integer, nullable=False),
-    Column("firing_since", UTCDateTime()),
-    Column("resolved_at", UTCDateTime()),
-    Column("first_seen", UTCDateTime(), nullable=False),
-    Column("last_seen", UTCDateTime(), nullable=False),
-    # Bumped when the thread's headline (status, alert names, since, resolved at) changes; the poster
-    # notes the revision it announced, so the headline is edited only when there is something new in it.
-    Column("revision", Integer, nullable=False),
-    Column("announced_revision", Integer),
-    Column("silence_id", Text),
-    Column("silenced_by", Text),
-    Column("silenced_until", UTCDateTime()),
-)
 
 
 @dataclass(frozen=True)
@@ -211,8 +139,6 @@ def _bounded(key: str) -> str:
 
 class AlertThreads(Database):
     """The alert events, each alert's state and the threads; every method is one transaction."""
-
-    schema = metadata
 
     def __init__(self, url: str, thread_labels: Sequence[str] = DEFAULT_THREAD_LABELS) -> None:
         super().__init__(url)

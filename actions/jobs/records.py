@@ -8,26 +8,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON,
-    Column,
     Connection,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
     select,
     update,
 )
 
 from actions.errors import BadRequest, Conflict, NotFound
 from actions.jobs.job import JobState, JobStatus, Launch
-from actions.state.database import Database, UTCDateTime
+from actions.state.database import Database
+from actions.state.tables import TEXT_FIELDS, TIME_FIELDS, cursors, job_events, jobs
 
-TEXT_FIELDS = ("message", "reason", "deployment_status", "dashboard_url", "cluster_name", "submission_id")
-TIME_FIELDS = ("start_time", "end_time")
 DETAIL_FIELDS = (*TEXT_FIELDS, *TIME_FIELDS)
 # KubeRay clears reason and message when it retries a job; the jobs row keeps the last ones said.
 STICKY_FIELDS = ("reason", "message")
@@ -38,52 +28,6 @@ MAX_CANDIDATES = 10
 # in practice; it only bounds the loop.
 MAX_RECORD_ATTEMPTS = 5
 LIST_HINT = "`trainbot jobs` lists them"
-
-
-def _status_columns() -> list[Column[Any]]:
-    """A JobStatus but its name: the latest one in the jobs row, each observed one in job_events."""
-    return [
-        Column("state", String(16), nullable=False),
-        *(Column(field, Text, nullable=False) for field in TEXT_FIELDS),
-        *(Column(field, UTCDateTime) for field in TIME_FIELDS),
-    ]
-
-
-metadata = MetaData()
-jobs = Table(
-    "jobs",
-    metadata,
-    # Our job names are DNS-1035 labels of at most 47 characters (actions.jobs.job.MAX_JOB_NAME).
-    Column("name", String(63), primary_key=True),
-    Column("backend", String(16), nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("template", String(63), nullable=False),
-    Column("requester", Text, nullable=False),
-    Column("params", JSON, nullable=False),
-    Column("workers", Integer, nullable=False),
-    Column("gpus_per_worker", Integer, nullable=False),
-    Column("entrypoint", Text, nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-    *_status_columns(),
-    Index("jobs_created_at", "created_at"),
-    Index("jobs_state", "state"),
-)
-job_events = Table(
-    "job_events",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("job_name", String(63), ForeignKey("jobs.name", ondelete="CASCADE"), nullable=False),
-    Column("at", UTCDateTime, nullable=False),
-    *_status_columns(),
-    Index("job_events_job_name_id", "job_name", "id"),
-)
-cursors = Table(
-    "cursors",
-    metadata,
-    Column("key", String(255), primary_key=True),
-    Column("value", Text, nullable=False),
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,8 +94,6 @@ class Transition:
 
 class Store(Database):
     """The jobs, their history and the cursors in one database; every method is one transaction."""
-
-    schema = metadata
 
     def record_launch(self, launch: Launch, backend: str, status: JobStatus) -> JobRecord:
         """The new job's row and its first event; Conflict if the name is taken."""

@@ -18,37 +18,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Column, Connection, Integer, String, Table, Text, select, update
+from sqlalchemy import Connection, select, update
 
 from actions.errors import BadRequest
 from actions.promotions.mlflow_webhook import Delivery
-from actions.promotions.store import PromotionEvent, PromotionState, metadata, record_event, requests
-from actions.state.database import Database, UTCDateTime
+from actions.promotions.store import PromotionEvent, PromotionState, record_event
+from actions.state.database import Database
+from actions.state.tables import mlflow_deliveries, promotion_notices, promotion_requests
 
 MOVED_STATES = (PromotionState.APPROVING, PromotionState.APPROVED, PromotionState.FAILED)
 MLFLOW_ACTOR = "mlflow"
-
-deliveries = Table(
-    "mlflow_deliveries",
-    metadata,
-    Column("id", String(64), primary_key=True),
-    Column("event", String(64), nullable=False),
-    Column("received_at", UTCDateTime(), nullable=False),
-)
-
-notices = Table(
-    "promotion_notices",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("kind", String(16), nullable=False),
-    Column("model", String(256), nullable=False),
-    Column("version", Integer),
-    Column("alias", String(256)),
-    Column("text", Text, nullable=False),
-    Column("created_at", UTCDateTime(), nullable=False),
-    # Set by the bot once it has posted the notice.
-    Column("posted_at", UTCDateTime(), index=True),
-)
 
 
 class NoticeKind(StrEnum):
@@ -93,25 +72,29 @@ class Receipt:
 
 
 class RegistryEvents(Database):
-    schema = metadata
-
     def receive(self, delivery: Delivery, at: datetime, targets: Sequence[str]) -> Receipt:
         """Record the delivery and the notices it raises, once; a delivery seen before raises none."""
         with self.engine.begin() as conn:
             first = {"id": delivery.id, "event": delivery.event, "received_at": at}
-            if self.insert_new(conn, deliveries, first) is None:
+            if self.insert_new(conn, mlflow_deliveries, first) is None:
                 return Receipt(delivery.id, delivery.event, duplicate=True)
             drafts = _interpret(conn, delivery, at, targets)
             return Receipt(delivery.id, delivery.event, False, tuple(_record(conn, draft, at) for draft in drafts))
 
     def unposted(self) -> list[Notice]:
-        query = select(notices).where(notices.c.posted_at.is_(None)).order_by(notices.c.id)
+        query = (
+            select(promotion_notices).where(promotion_notices.c.posted_at.is_(None)).order_by(promotion_notices.c.id)
+        )
         with self.engine.connect() as conn:
             return [_notice(row) for row in conn.execute(query).mappings()]
 
     def mark_posted(self, notice_id: int, at: datetime) -> bool:
         """True for the one caller that marks it; a second poster skips it."""
-        mark = update(notices).where(notices.c.id == notice_id, notices.c.posted_at.is_(None)).values(posted_at=at)
+        mark = (
+            update(promotion_notices)
+            .where(promotion_notices.c.id == notice_id, promotion_notices.c.posted_at.is_(None))
+            .values(posted_at=at)
+        )
         with self.engine.begin() as conn:
             return conn.execute(mark).rowcount == 1
 
@@ -140,20 +123,22 @@ def _interpret(conn: Connection, delivery: Delivery, at: datetime, targets: Sequ
 def _announced(conn: Connection, model: str, alias: str, version: int, at: datetime) -> bool:
     """Whether this alias change is the move of the latest request that moved the alias, first heard now."""
     latest = conn.execute(
-        select(requests.c.id, requests.c.version)
+        select(promotion_requests.c.id, promotion_requests.c.version)
         .where(
-            requests.c.model == model,
-            requests.c.target == alias,
-            requests.c.state.in_([state.value for state in MOVED_STATES]),
-            requests.c.move_started_at.is_not(None),
+            promotion_requests.c.model == model,
+            promotion_requests.c.target == alias,
+            promotion_requests.c.state.in_([state.value for state in MOVED_STATES]),
+            promotion_requests.c.move_started_at.is_not(None),
         )
-        .order_by(requests.c.move_started_at.desc(), requests.c.id.desc())
+        .order_by(promotion_requests.c.move_started_at.desc(), promotion_requests.c.id.desc())
         .limit(1)
     ).first()
     if latest is None or latest.version != version:
         return False
     # Only the first announcement of a move is its own; a second one is somebody else's move back.
-    claim = update(requests).where(requests.c.id == latest.id, requests.c.announced_at.is_(None))
+    claim = update(promotion_requests).where(
+        promotion_requests.c.id == latest.id, promotion_requests.c.announced_at.is_(None)
+    )
     return conn.execute(claim.values(announced_at=at)).rowcount == 1
 
 
@@ -169,7 +154,7 @@ def _record(conn: Connection, draft: Notice, at: datetime) -> Notice:
     """Store a notice built with id 0; the stored one, with its id."""
     values = {**draft.to_dict(), "created_at": at}
     del values["id"]
-    return replace(draft, id=conn.execute(notices.insert().values(values)).inserted_primary_key[0])
+    return replace(draft, id=conn.execute(promotion_notices.insert().values(values)).inserted_primary_key[0])
 
 
 def _notice(row: Any) -> Notice:

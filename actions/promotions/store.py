@@ -21,16 +21,9 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
-    Column,
     ColumnElement,
     Connection,
-    ForeignKey,
-    Integer,
-    MetaData,
     RowMapping,
-    String,
-    Table,
-    Text,
     and_,
     func,
     or_,
@@ -40,7 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from actions.errors import Conflict, NotFound
-from actions.state.database import Database, UTCDateTime, check_lengths
+from actions.state.database import Database, check_lengths
+from actions.state.tables import promotion_approvals, promotion_events, promotion_requests
 
 
 class PromotionState(StrEnum):
@@ -56,56 +50,6 @@ class PromotionState(StrEnum):
 
 OPEN_STATES = (PromotionState.PENDING, PromotionState.APPROVING, PromotionState.FAILED)
 REQUEST_LIST_HINT = "`trainbot model requests` lists them"
-
-metadata = MetaData()
-
-requests = Table(
-    "promotion_requests",
-    metadata,
-    Column("id", String(32), primary_key=True),
-    Column("model", String(256), nullable=False, index=True),
-    Column("version", Integer, nullable=False),
-    Column("target", String(256), nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("requester", String(128), nullable=False),
-    Column("state", String(16), nullable=False, index=True),
-    Column("approvals_needed", Integer, nullable=False),
-    Column("reason", Text),
-    # The version the alias named before the move, read once before the first attempt to move it.
-    Column("previous_version", Integer),
-    Column("move_started_at", UTCDateTime()),
-    # When an MLflow webhook announced this request's alias move (registry_events.py).
-    Column("announced_at", UTCDateTime()),
-    # "model\ntarget" while the request is open, else NULL: one open request per model and target.
-    Column("open_key", String(600), unique=True),
-    Column("lease_until", UTCDateTime()),
-    Column("created_at", UTCDateTime(), nullable=False),
-    Column("expires_at", UTCDateTime(), nullable=False),
-    Column("updated_at", UTCDateTime(), nullable=False),
-)
-
-approvals = Table(
-    "promotion_approvals",
-    metadata,
-    Column("request_id", String(32), ForeignKey("promotion_requests.id"), primary_key=True),
-    Column("approver", String(128), primary_key=True),
-    Column("at", UTCDateTime(), nullable=False),
-)
-
-events = Table(
-    "promotion_events",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    # No request and no version: an alias change no request explains (see registry_events.py).
-    Column("request_id", String(32), index=True),
-    Column("model", String(256), nullable=False, index=True),
-    Column("target", String(256), nullable=False),
-    Column("version", Integer),
-    Column("event", String(32), nullable=False),
-    Column("actor", String(128), nullable=False),
-    Column("at", UTCDateTime(), nullable=False),
-    Column("detail", Text),
-)
 
 
 @dataclass(frozen=True)
@@ -181,8 +125,6 @@ class Approval:
 
 
 class PromotionStore(Database):
-    schema = metadata
-
     def create(
         self,
         *,
@@ -210,10 +152,10 @@ class PromotionStore(Database):
             "expires_at": at + expires_in,
             "updated_at": at,
         }
-        check_lengths(requests, row)
+        check_lengths(promotion_requests, row)
         try:
             with self.engine.begin() as conn:
-                conn.execute(requests.insert().values(row))
+                conn.execute(promotion_requests.insert().values(row))
                 request = _read(conn, request_id)
                 _event(conn, request, kind, requester, at, f"v{version} to {target}")
                 return request
@@ -232,11 +174,13 @@ class PromotionStore(Database):
     def list_requests(
         self, *, states: Iterable[PromotionState] | None = None, model: str | None = None
     ) -> list[PromotionRequest]:
-        query = select(requests.c.id).order_by(requests.c.created_at.desc(), requests.c.id)
+        query = select(promotion_requests.c.id).order_by(
+            promotion_requests.c.created_at.desc(), promotion_requests.c.id
+        )
         if states is not None:
-            query = query.where(requests.c.state.in_([state.value for state in states]))
+            query = query.where(promotion_requests.c.state.in_([state.value for state in states]))
         if model is not None:
-            query = query.where(requests.c.model == model)
+            query = query.where(promotion_requests.c.model == model)
         with self.engine.connect() as conn:
             return [_read(conn, request_id) for request_id in conn.scalars(query)]
 
@@ -264,10 +208,10 @@ class PromotionStore(Database):
                 _close(conn, request, PromotionState.EXPIRED, "system", at, "expired before its approvals")
                 return Approval(_read(conn, request_id), counted=False, completed=False)
             approval = {"request_id": request_id, "approver": approver, "at": at}
-            if self.insert_new(conn, approvals, approval) is None:
+            if self.insert_new(conn, promotion_approvals, approval) is None:
                 return Approval(request, counted=False, completed=False)
             _event(conn, request, "approval", approver, at, None)
-            given = conn.scalar(select(func.count()).where(approvals.c.request_id == request_id)) or 0
+            given = conn.scalar(select(func.count()).where(promotion_approvals.c.request_id == request_id)) or 0
             completed = given >= request.approvals_needed
             if completed:
                 _set(
@@ -313,8 +257,8 @@ class PromotionStore(Database):
     def claim_apply(self, request_id: str, at: datetime, lease: timedelta) -> bool:
         """Take the alias move of an `approving` request for `lease`; False if someone else holds it."""
         claim = (
-            update(requests)
-            .where(requests.c.id == request_id, _move_due(at))
+            update(promotion_requests)
+            .where(promotion_requests.c.id == request_id, _move_due(at))
             .values(lease_until=at + lease, updated_at=at)
         )
         with self.engine.begin() as conn:
@@ -356,12 +300,14 @@ class PromotionStore(Database):
 
     def outbox(self, at: datetime) -> list[str]:
         """Requests whose alias move is due: approved, and unclaimed or their claim run out."""
-        query = select(requests.c.id).where(_move_due(at))
+        query = select(promotion_requests.c.id).where(_move_due(at))
         with self.engine.connect() as conn:
             return list(conn.scalars(query))
 
     def expire_due(self, at: datetime) -> list[PromotionRequest]:
-        due = select(requests.c.id).where(requests.c.state == PromotionState.PENDING.value, requests.c.expires_at <= at)
+        due = select(promotion_requests.c.id).where(
+            promotion_requests.c.state == PromotionState.PENDING.value, promotion_requests.c.expires_at <= at
+        )
         expired = []
         with self.engine.connect() as conn:
             candidates = list(conn.scalars(due))
@@ -376,33 +322,35 @@ class PromotionStore(Database):
     def moves(self, model: str, target: str) -> list[PromotionRequest]:
         """The requests that moved `target`, oldest first."""
         query = (
-            select(requests.c.id)
+            select(promotion_requests.c.id)
             .where(
-                requests.c.model == model,
-                requests.c.target == target,
-                requests.c.state == PromotionState.APPROVED.value,
+                promotion_requests.c.model == model,
+                promotion_requests.c.target == target,
+                promotion_requests.c.state == PromotionState.APPROVED.value,
             )
-            .order_by(requests.c.move_started_at, requests.c.id)
+            .order_by(promotion_requests.c.move_started_at, promotion_requests.c.id)
         )
         with self.engine.connect() as conn:
             return [_read(conn, request_id) for request_id in conn.scalars(query)]
 
     def history(self, model: str) -> list[PromotionEvent]:
-        query = select(events).where(events.c.model == model).order_by(events.c.id)
+        query = select(promotion_events).where(promotion_events.c.model == model).order_by(promotion_events.c.id)
         with self.engine.connect() as conn:
             return [PromotionEvent(**_event_fields(row)) for row in conn.execute(query).mappings()]
 
     def _open_request(self, model: str, target: str) -> PromotionRequest | None:
         with self.engine.connect() as conn:
-            request_id = conn.scalar(select(requests.c.id).where(requests.c.open_key == _open_key(model, target)))
+            request_id = conn.scalar(
+                select(promotion_requests.c.id).where(promotion_requests.c.open_key == _open_key(model, target))
+            )
             return _read(conn, request_id) if request_id else None
 
 
 def _move_due(at: datetime) -> ColumnElement[bool]:
     """An approved request whose alias move nobody holds: never claimed, or its claim run out."""
     return and_(
-        requests.c.state == PromotionState.APPROVING.value,
-        or_(requests.c.lease_until.is_(None), requests.c.lease_until < at),
+        promotion_requests.c.state == PromotionState.APPROVING.value,
+        or_(promotion_requests.c.lease_until.is_(None), promotion_requests.c.lease_until < at),
     )
 
 
@@ -412,14 +360,18 @@ def _open_key(model: str, target: str) -> str:
 
 def _locked(conn: Connection, request_id: str, at: datetime) -> PromotionRequest:
     """Touch the row first, so this transaction holds the write lock before it reads anything."""
-    touched = conn.execute(update(requests).where(requests.c.id == request_id).values(updated_at=at))
+    touched = conn.execute(
+        update(promotion_requests).where(promotion_requests.c.id == request_id).values(updated_at=at)
+    )
     if touched.rowcount == 0:
         raise NotFound(f"no promotion request {request_id}; {REQUEST_LIST_HINT}")
     return _read(conn, request_id)
 
 
 def _set(conn: Connection, request_id: str, at: datetime, **values: Any) -> None:
-    conn.execute(update(requests).where(requests.c.id == request_id).values(updated_at=at, **values))
+    conn.execute(
+        update(promotion_requests).where(promotion_requests.c.id == request_id).values(updated_at=at, **values)
+    )
 
 
 def _close(
@@ -449,16 +401,18 @@ def _event(
 def record_event(conn: Connection, event: PromotionEvent) -> None:
     """One line of a model's audit trail; its fields are the table's columns."""
     values = asdict(event)
-    check_lengths(events, values)
-    conn.execute(events.insert().values(values))
+    check_lengths(promotion_events, values)
+    conn.execute(promotion_events.insert().values(values))
 
 
 def _read(conn: Connection, request_id: str) -> PromotionRequest:
-    row = conn.execute(select(requests).where(requests.c.id == request_id)).mappings().first()
+    row = conn.execute(select(promotion_requests).where(promotion_requests.c.id == request_id)).mappings().first()
     if row is None:
         raise NotFound(f"no promotion request {request_id}; {REQUEST_LIST_HINT}")
     given = conn.scalars(
-        select(approvals.c.approver).where(approvals.c.request_id == request_id).order_by(approvals.c.at)
+        select(promotion_approvals.c.approver)
+        .where(promotion_approvals.c.request_id == request_id)
+        .order_by(promotion_approvals.c.at)
     )
     return PromotionRequest(
         id=row["id"],

@@ -12,14 +12,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy import (
     Connection,
     DateTime,
     Dialect,
     Engine,
-    MetaData,
     Row,
     Table,
     TypeDecorator,
@@ -71,9 +70,7 @@ INSERTS: dict[str, Callable[[Table], sqlite.Insert | postgresql.Insert]] = {
 
 
 class Database:
-    """One engine over the state store URL; `schema` holds the tables this class uses (the migrations make them)."""
-
-    schema: ClassVar[MetaData]
+    """One engine over the state store URL; its tables are in actions/state/tables.py (the migrations make them)."""
 
     def __init__(self, url: str) -> None:
         self.engine = _create_engine(_parse_url(url))

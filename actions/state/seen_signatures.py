@@ -10,31 +10,18 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Index, MetaData, String, Table, delete, event, text
+from sqlalchemy import delete, event, text
 
-from actions.state.database import Database, UTCDateTime
+from actions.state.database import Database
+from actions.state.tables import slack_seen_signatures
 
 SWEEP_INTERVAL_S = 60.0
-
-metadata = MetaData()
-
-seen = Table(
-    "slack_seen_signatures",
-    metadata,
-    # The hex HMAC-SHA256 of Slack's v0 signature.
-    Column("signature", String(64), primary_key=True),
-    # After this the request's timestamp is out of its window, so the signature cannot be accepted again anyway.
-    Column("expires_at", UTCDateTime(), nullable=False),
-    Index("slack_seen_signatures_expires_at", "expires_at"),
-)
 
 
 class SeenSignatures(Database):
     """Every Slack request's work waits on this insert, and the Slack workers are few, so its commit does not
     wait for the disk: a crash of the process loses nothing, and a crash of the machine at most the last
     signatures, whose requests would be in their window for at most 5 minutes more."""
-
-    schema = metadata
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -55,8 +42,11 @@ class SeenSignatures(Database):
             if time.monotonic() >= self._next_sweep:
                 # Rows past their window are dead weight; a sweep a minute keeps the table at minutes of requests.
                 self._next_sweep = time.monotonic() + SWEEP_INTERVAL_S
-                conn.execute(delete(seen).where(seen.c.expires_at < now))
-            return self.insert_new(conn, seen, {"signature": signature, "expires_at": expires_at}) is not None
+                conn.execute(delete(slack_seen_signatures).where(slack_seen_signatures.c.expires_at < now))
+            return (
+                self.insert_new(conn, slack_seen_signatures, {"signature": signature, "expires_at": expires_at})
+                is not None
+            )
 
 
 def _commit_without_sync(dbapi_connection: Any, _connection_record: Any) -> None:

@@ -2,10 +2,8 @@
 create_all, one Database at a time) are recognised and upgraded with their rows, fresh ones get head,
 processes starting together migrate once, and the revisions make exactly what the models define."""
 
-import importlib
 import multiprocessing
 import os
-import pkgutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -26,6 +24,7 @@ from actions.promotions.mlflow_webhook import Delivery
 from actions.promotions.registry_events import RegistryEvents
 from actions.promotions.store import PromotionState, PromotionStore
 from actions.settings import SettingsError
+from actions.state import tables
 from actions.state.database import Database, UTCDateTime
 from actions.state.migrations import VERSION_TABLE, Revisions, Upgrade, head, revisions, upgrade
 from actions.state.migrations.runner import locked
@@ -227,28 +226,13 @@ def test_a_fresh_database_gets_head(state_store_url):
     database.close()
 
 
-def model_metadata() -> MetaData:
-    """Every table of every Database subclass in actions/, as the models define them today."""
-    for module in pkgutil.walk_packages(actions.__path__, "actions."):
-        importlib.import_module(module.name)
-    combined = MetaData()
-    pending = list(Database.__subclasses__())
-    while pending:
-        subclass = pending.pop()
-        pending.extend(subclass.__subclasses__())
-        for table in subclass.schema.tables.values():
-            if table.name not in combined.tables:
-                table.to_metadata(combined)
-    return combined
-
-
 @pytest.mark.parametrize("made", [None, "baseline then newer tables"])
 def test_the_migrated_schema_is_exactly_what_the_models_define(state_store_url, made):
     if made:
         make_legacy(state_store_url, LEGACY_DATABASES[made][0])
     database = Database(state_store_url)
     upgrade(database.engine)
-    models = model_metadata()
+    models = tables.metadata
     assert {"jobs", "promotion_notices", "slack_shown", "alert_threads"} <= set(models.tables)
     with database.engine.connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), models)
