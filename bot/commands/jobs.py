@@ -19,7 +19,7 @@ from actions.errors import BadRequest
 from actions.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from actions.jobs.job import Launch
+    from actions.jobs.requests import LaunchRequest
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
@@ -138,48 +138,44 @@ def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred 
     return Jobs(settings)
 
 
-def plan_job(settings: Settings, args: argparse.Namespace, requester: str) -> Launch:
-    """The launch or sweep that the parsed words ask for: the CLI's and Slack's alike."""
-    from actions.jobs.planning import SweepOptions, plan_launch, plan_manifest_launch, plan_sweep  # noqa: PLC0415
+def launch_request(args: argparse.Namespace, requester: str) -> LaunchRequest:
+    """The typed request that parsed `launch` or `sweep` words make (a manifest file is read here)."""
+    from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions  # noqa: PLC0415
 
+    manifest_path: Path | None = getattr(args, "manifest", None)
+    sweep = None
     if args.kind == "sweep":
-        options = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
-        return plan_sweep(
-            settings, args.words[0], args.words[1:], options,
-            requester=requester, backend=args.backend or settings.backend, workers=args.workers,
-        )  # fmt: skip
-    if args.manifest:
-        if args.backend == "local":
-            raise BadRequest("a RayJob manifest runs on KubeRay; drop --backend local")
-        args.backend = "kuberay"
-        return plan_manifest_launch(
-            _read_manifest(args.manifest), str(args.manifest), args.words,
-            requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
-        )  # fmt: skip
-    if not args.words or "=" in args.words[0]:
-        raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
-    return plan_launch(
-        settings, args.words[0], args.words[1:],
-        requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
-    )  # fmt: skip
+        sweep = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
+    words = tuple(args.words)
+    return LaunchRequest(
+        template=None if manifest_path or not words else words[0],
+        params=words if manifest_path else words[1:],
+        requester=requester,
+        backend=args.backend,
+        workers=args.workers,
+        gpus_per_worker=getattr(args, "gpus", None),
+        manifest=ManifestText(_read_manifest(manifest_path), str(manifest_path)) if manifest_path else None,
+        sweep=sweep,
+    )
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from actions.jobs.planning import plan_job  # noqa: PLC0415
+
     settings = _settings()
-    return _submit_or_print(settings, plan_job(settings, args, args.requester or getpass.getuser()), args)
-
-
-def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace) -> int:
+    request = launch_request(args, args.requester or getpass.getuser())
+    plan = plan_job(settings, request)
+    backend = request.backend_name(settings.backend)
     if args.dry_run:  # no state store, no cluster: only what would be sent
         from actions.jobs.service import backend_named  # noqa: PLC0415
 
-        rendered = backend_named(settings, args.backend).render(plan)
+        rendered = backend_named(settings, backend).render(plan)
         if args.output == "name":
             print(plan.name)
         else:
             print_document(rendered, args.output, text=None)
         return 0
-    record = _jobs_service(settings).launch(plan, args.backend)
+    record = _jobs_service(settings).launch(plan, backend)
     if args.output == "name":
         print(record.name)
         return 0

@@ -11,7 +11,7 @@ import yaml
 
 from bot.commands.diagnose import add_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
-from bot.commands.jobs import add_job_commands, plan_job
+from bot.commands.jobs import add_job_commands, launch_request
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
 from bot.render.job_view import age
 from bot.slack.authorization import CANCEL_ANY
@@ -62,12 +62,16 @@ def answer_train(slash: Slash, desk: TrainDesk) -> Message:
 
 def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     """Submit, and open the job's thread in the channel; a dry run shows what would be submitted."""
+    from actions.jobs.planning import plan_job  # noqa: PLC0415
+
     settings = desk.settings
-    plan = plan_job(settings, command.args, slash.user)
+    request = launch_request(command.args, slash.user)
+    plan = plan_job(settings, request)
+    backend = request.backend_name(settings.backend)
     if command.args.dry_run:
         from actions.jobs.service import backend_named  # noqa: PLC0415
 
-        manifest = yaml.safe_dump(backend_named(settings).render(plan), sort_keys=False, allow_unicode=True)
+        manifest = yaml.safe_dump(backend_named(settings, backend).render(plan), sort_keys=False, allow_unicode=True)
         return render(
             "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
         )
@@ -75,7 +79,7 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
         from actions.jobs.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
 
         prepare_tracking(settings.tracking_uri())
-    record = desk.jobs().launch(plan)
+    record = desk.jobs().launch(plan, backend)
     desk.threads().open(slash.channel, record)
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
 
