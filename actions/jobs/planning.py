@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from actions.errors import BadRequest
+from actions.jobs.backends import KUBERAY
 from actions.jobs.backends.rayjob import load_manifest
 from actions.jobs.job import Launch, new_job_name
 from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
@@ -84,7 +85,7 @@ def _sweep(settings: Settings, template: JobTemplate, request: LaunchRequest, op
     if not 1 <= options.trials <= MAX_TRIALS:
         raise BadRequest(f"--trials {options.trials}: choose 1 to {MAX_TRIALS}")
     tracking_uri = settings.tracking_uri()
-    if request.backend_name(settings.backend) == "kuberay" and LOCAL_STORE.match(tracking_uri):
+    if request.backend_name(settings.backend) == KUBERAY and LOCAL_STORE.match(tracking_uri):
         raise BadRequest(
             "a sweep on kuberay logs to MLflow from the cluster: set TRAINBOT_MLFLOW_TRACKING_URI to an "
             "MLflow server the cluster can reach"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from actions.errors import BadRequest
+from actions.jobs.backends import KUBERAY
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,11 @@ class LaunchRequest:
     sweep: SweepOptions | None = None
 
     def __post_init__(self) -> None:
-        if self.manifest is not None and self.backend not in (None, "kuberay"):
+        if self.manifest is not None and self.backend not in (None, KUBERAY):
             raise BadRequest(f"a RayJob manifest runs on KubeRay; drop --backend {self.backend}")
 
     def backend_name(self, default: str) -> str:
         """The backend this request runs on: a manifest's is KubeRay, else the one asked for or `default`."""
         if self.manifest is not None:
-            return "kuberay"
+            return KUBERAY
         return self.backend or default

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-from actions.errors import BadRequest, NotFound
+from actions.errors import NotFound
+from actions.jobs.backends import backend_named
 from actions.jobs.job import Backend, JobStatus, Launch
 from actions.jobs.records import JobRecord, Store
 from actions.settings import Settings
-
-
-def backend_named(settings: Settings, name: str | None = None) -> Backend:
-    chosen = name or settings.backend
-    if chosen == "local":
-        from actions.jobs.backends.local import LocalBackend  # noqa: PLC0415 - only the chosen backend is imported
-
-        return LocalBackend(settings)
-    if chosen == "kuberay":
-        from actions.jobs.backends.kuberay import KubeRayBackend  # noqa: PLC0415
-
-        return KubeRayBackend(settings)
-    raise BadRequest(f"unknown backend {chosen!r}; choose local or kuberay")
 
 
 class Jobs:

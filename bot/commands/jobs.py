@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from actions.errors import BadRequest
+from actions.jobs.backends import BACKEND_NAMES
 from actions.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
 WAIT_POLL_S = 2.0
+DEFAULT_BACKEND = Settings.model_fields["backend"].default
 # The most jobs a listing and the most lines a log tail asks for: more is a mistake, refused before any store.
 MAX_LIMIT = 1000
 MAX_TAIL_LINES = 100_000
@@ -83,7 +85,7 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     collect.set_defaults(handler=_collect)
 
     watch = commands.add_parser("watch", help="print each state change of trainbot's jobs as it happens")
-    watch.add_argument("--backend", choices=("local", "kuberay"))
+    watch.add_argument("--backend", choices=BACKEND_NAMES)
     watch.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long (default: never)")
     watch.add_argument("-o", "--output", choices=("text", "json"), default="text", help="json: one object a line")
     watch.set_defaults(handler=_watch)
@@ -116,7 +118,7 @@ def _sizing(parser: argparse.ArgumentParser) -> None:
 
 
 def _submission(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("local", "kuberay"), help="default: TRAINBOT_BACKEND (local)")
+    parser.add_argument("--backend", choices=BACKEND_NAMES, help=f"default: TRAINBOT_BACKEND ({DEFAULT_BACKEND})")
     parser.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
     parser.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
     add_output_option(parser, names=True)
@@ -167,7 +169,7 @@ def _submit(args: argparse.Namespace) -> int:
     plan = plan_job(settings, request)
     backend = request.backend_name(settings.backend)
     if args.dry_run:  # no state store, no cluster: only what would be sent
-        from actions.jobs.service import backend_named  # noqa: PLC0415
+        from actions.jobs.backends import backend_named  # noqa: PLC0415
 
         rendered = backend_named(settings, backend).render(plan)
         if args.output == "name":

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from actions.errors import BadRequest, NotFound
 from actions.evidence.bundle_shelf import BundleShelf
+from actions.jobs.backends import KUBERAY
 from bot.render.blocks import Message, mrkdwn, notice
 from bot.slack.job_threads import thread_key
 
@@ -94,6 +95,6 @@ def alerted_job(settings: Settings, job: str, namespace: str) -> str:
     """What to diagnose for an alert about `job` in `namespace`: on KubeRay, a RayJob outside the bot's own
     namespace is `namespace/job`, as `trainbot diagnose` takes it, never a namesake in the bot's namespace.
     Local jobs have no namespace."""
-    if settings.backend == "kuberay" and namespace and namespace != settings.namespace:
+    if settings.backend == KUBERAY and namespace and namespace != settings.namespace:
         return f"{namespace}/{job}"
     return job

@@ -69,7 +69,7 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     plan = plan_job(settings, request)
     backend = request.backend_name(settings.backend)
     if command.args.dry_run:
-        from actions.jobs.service import backend_named  # noqa: PLC0415
+        from actions.jobs.backends import backend_named  # noqa: PLC0415
 
         manifest = yaml.safe_dump(backend_named(settings, backend).render(plan), sort_keys=False, allow_unicode=True)
         return render(
