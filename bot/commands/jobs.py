@@ -18,6 +18,7 @@ import yaml
 from actions.errors import BadRequest
 from actions.jobs.backends import BACKEND_NAMES
 from actions.settings import Settings, load_settings
+from bot.commands.verbs import Verb, add_verbs
 
 if TYPE_CHECKING:
     from actions.jobs.requests import LaunchRequest
@@ -34,14 +35,20 @@ WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
 
 
 def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    launch = commands.add_parser("launch", help="launch a job from a template or a RayJob manifest")
+    """The job verbs of JOB_VERBS (at the end of this module) as subcommands."""
+    add_verbs(commands, JOB_VERBS)
+
+
+def _launch_arguments(launch: argparse.ArgumentParser) -> None:
     launch.add_argument("words", nargs="*", metavar="TEMPLATE [key=value ...]", help="template and parameters")
     launch.add_argument("--manifest", type=Path, help="your own RayJob YAML (multi-document allowed)")
-    _sizing(launch)
+    launch.add_argument("--workers", type=whole_number(), help="Ray Train workers (default: the template's)")
+    launch.add_argument("--gpus", type=whole_number(), help="GPUs per worker (default: the template's)")
     _submission(launch)
-    launch.set_defaults(handler=_submit, kind="train")
+    launch.set_defaults(kind="train")
 
-    sweep = commands.add_parser("sweep", help="a Ray Tune sweep over a template, tracked in MLflow")
+
+def _sweep_arguments(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("words", nargs="+", metavar="TEMPLATE [key=SPACE ...]", help="e.g. lr=loguniform(1e-4,1e-2)")
     sweep.add_argument("--trials", type=whole_number(), required=True, help="number of trials")
     sweep.add_argument("--metric", help="metric to optimize (default: the template's)")
@@ -49,46 +56,46 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     sweep.add_argument("--scheduler", choices=("asha", "none"), default="none", help="asha stops poor trials early")
     sweep.add_argument("--workers", type=whole_number(), help="Ray workers of the KubeRay cluster the sweep runs on")
     _submission(sweep)
-    sweep.set_defaults(handler=_submit, kind="sweep")
+    sweep.set_defaults(kind="sweep")
 
-    jobs = commands.add_parser("jobs", help="jobs trainbot launched, newest first")
+
+def _jobs_arguments(jobs: argparse.ArgumentParser) -> None:
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
     jobs.add_argument("--requester", help="only jobs launched by this person")
     jobs.add_argument(
         "--limit", type=whole_number(1, MAX_LIMIT), default=50, help=f"at most this many (1 to {MAX_LIMIT})"
     )
     add_output_option(jobs, names=True)
-    jobs.set_defaults(handler=_jobs)
 
-    status = commands.add_parser("status", help="a job's state now, and its history")
+
+def _status_arguments(status: argparse.ArgumentParser) -> None:
     status.add_argument("job", metavar="JOB", help="job name or a unique prefix of it")
     status.add_argument("--wait", action="store_true", help="wait until the job ends; exit 1 unless it succeeded")
     add_output_option(status)
-    status.set_defaults(handler=_status)
 
-    logs = commands.add_parser("logs", help="a job's driver log")
+
+def _logs_arguments(logs: argparse.ArgumentParser) -> None:
     logs.add_argument("job", metavar="JOB")
     logs.add_argument("--tail", type=whole_number(0, MAX_TAIL_LINES), metavar="N", help="only the last N lines")
-    logs.set_defaults(handler=_logs)
 
-    cancel = commands.add_parser("cancel", help="stop a job")
+
+def _cancel_arguments(cancel: argparse.ArgumentParser) -> None:
     cancel.add_argument("job", metavar="JOB")
     cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
     add_output_option(cancel)
-    cancel.set_defaults(handler=_cancel)
 
-    collect = commands.add_parser("collect", help="collect a job's evidence bundle from the live sources")
+
+def _collect_arguments(collect: argparse.ArgumentParser) -> None:
     collect.add_argument("job", metavar="JOB", help="job name or prefix, RayJob name or Ray submission id")
     collect.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE", help="bundle.tar.gz (or a folder name)"
     )
-    collect.set_defaults(handler=_collect)
 
-    watch = commands.add_parser("watch", help="print each state change of trainbot's jobs as it happens")
+
+def _watch_arguments(watch: argparse.ArgumentParser) -> None:
     watch.add_argument("--backend", choices=BACKEND_NAMES)
     watch.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long (default: never)")
     watch.add_argument("-o", "--output", choices=("text", "json"), default="text", help="json: one object a line")
-    watch.set_defaults(handler=_watch)
 
 
 def whole_number(least: int = 0, most: int = 10**9 - 1) -> Callable[[str], int]:
@@ -110,11 +117,6 @@ def parse_job_words(parser: argparse.ArgumentParser, argv: Sequence[str] | None)
     if extra:
         args.words += extra
     return args
-
-
-def _sizing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=whole_number(), help="Ray Train workers (default: the template's)")
-    parser.add_argument("--gpus", type=whole_number(), help="GPUs per worker (default: the template's)")
 
 
 def _submission(parser: argparse.ArgumentParser) -> None:
@@ -290,3 +292,16 @@ def print_document(document: Any, output: str, text: str | None) -> None:
         print(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), end="")
     else:
         print(text)
+
+
+# The job verbs, in the order `trainbot --help` and `/train help` list them.
+JOB_VERBS = (
+    Verb("launch", "launch a job from a template or a RayJob manifest", _launch_arguments, _submit),
+    Verb("sweep", "a Ray Tune sweep over a template, tracked in MLflow", _sweep_arguments, _submit),
+    Verb("jobs", "jobs trainbot launched, newest first", _jobs_arguments, _jobs),
+    Verb("status", "a job's state now, and its history", _status_arguments, _status),
+    Verb("logs", "a job's driver log", _logs_arguments, _logs),
+    Verb("cancel", "stop a job", _cancel_arguments, _cancel),
+    Verb("collect", "collect a job's evidence bundle from the live sources", _collect_arguments, _collect),
+    Verb("watch", "print each state change of trainbot's jobs as it happens", _watch_arguments, _watch),
+)

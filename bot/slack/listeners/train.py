@@ -43,21 +43,10 @@ class TrainDesk:
 
 
 def answer_train(slash: Slash, desk: TrainDesk) -> Message:
+    """The answer of the verb's row in TRAIN_ANSWERS (at the end of this module); a verb with none gets the help."""
     command = TRAIN.parse(slash.text)
     desk.authorize(command.verb, slash)
-    if command.verb == "help":
-        return train_help(desk.settings)
-    if command.verb == "jobs":
-        return train_jobs(command, desk.jobs())
-    if command.verb == "status":
-        return train_status(command, desk.jobs())
-    if command.verb in ("launch", "sweep"):
-        return train_launch(command, slash, desk)
-    if command.verb == "logs":
-        return train_logs(command, desk.jobs())
-    if command.verb == "cancel":
-        return train_cancel(command, slash, desk)
-    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
+    return TRAIN_ANSWERS.get(command.verb, train_help)(command, slash, desk)
 
 
 def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
@@ -84,9 +73,9 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
 
 
-def train_logs(command: Command, jobs: Jobs) -> Message:
+def train_logs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     tail = LOG_LINES if command.args.tail is None else command.args.tail
-    lines = jobs.logs(command.args.job, tail).splitlines()
+    lines = desk.jobs().logs(command.args.job, tail).splitlines()
     shown: list[str] = []
     for line in reversed(lines):  # the newest lines that fit
         if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:
@@ -107,7 +96,7 @@ def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
 
 
-def train_help(settings: Settings) -> Message:
+def train_help(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     from actions.jobs.templates import load_templates  # noqa: PLC0415 - pydantic models load only when asked
 
     templates = [
@@ -116,17 +105,17 @@ def train_help(settings: Settings) -> Message:
             "description": template.description,
             "params": [(f"{name}={param.default}", _param_help(param)) for name, param in template.params.items()],
         }
-        for template in load_templates(settings.templates).values()
+        for template in load_templates(desk.settings.templates).values()
         if not template.from_manifest
     ]
     return render("help", "/train: launch, sweep and follow training jobs", command="/train", cli="",
                   verbs=TRAIN.usage(), templates=templates)  # fmt: skip
 
 
-def train_jobs(command: Command, jobs: Jobs) -> Message:
+def train_jobs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     args = command.args
     limit = min(args.limit, JOBS_SHOWN)
-    records = jobs.list(limit=limit, requester=args.requester, active=args.active)
+    records = desk.jobs().list(limit=limit, requester=args.requester, active=args.active)
     jobs = [
         {"name": r.name, "state": str(r.state), "template": r.template, "backend": r.backend,
          "requester": r.requester, "age": age(r.created_at)}
@@ -135,7 +124,8 @@ def train_jobs(command: Command, jobs: Jobs) -> Message:
     return render("jobs", f"{len(jobs)} jobs", jobs=jobs)
 
 
-def train_status(command: Command, jobs: Jobs) -> Message:
+def train_status(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    jobs = desk.jobs()
     status = jobs.status(command.args.job)
     history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
     details = [
@@ -162,3 +152,21 @@ def _param_help(param: Param) -> str:
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def train_diagnose(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Diagnose a job in its thread: the answer says where the diagnosis will be posted."""
+    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)
+
+
+# Each /train verb of the grammar (TRAIN_VERBS) and the function that answers it.
+TRAIN_ANSWERS: dict[str, Callable[[Command, Slash, TrainDesk], Message]] = {
+    "launch": train_launch,
+    "sweep": train_launch,
+    "status": train_status,
+    "logs": train_logs,
+    "cancel": train_cancel,
+    "diagnose": train_diagnose,
+    "jobs": train_jobs,
+    "help": train_help,
+}
