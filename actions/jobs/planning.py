@@ -1,16 +1,17 @@
 """Turn a LaunchRequest into a Launch: template, typed parameters, size, name, argv.
 
-`plan_job` is the one way in. Nothing here touches a backend; a dry run prints what it decides.
+`plan_job` is the one way in. Nothing here touches a backend: `dry_run` is what one would be sent.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from actions.errors import BadRequest
-from actions.jobs.backends import KUBERAY
+from actions.jobs.backends import KUBERAY, backend_named
 from actions.jobs.backends.rayjob import load_manifest
 from actions.jobs.job import Launch, new_job_name
 from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
@@ -40,6 +41,20 @@ def plan_job(settings: Settings, request: LaunchRequest) -> Launch:
         return _sweep(settings, template, request, request.sweep)
     size = template.size(request.workers, request.gpus_per_worker)
     return training_launch(template, template.parse_params(list(request.params)), size, request.requester)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """A planned launch and the document its backend would be sent (a RayJob, a Ray job submission)."""
+
+    launch: Launch
+    document: dict[str, Any]
+
+
+def dry_run(settings: Settings, request: LaunchRequest) -> DryRun:
+    """What `request` would submit, rendered by the backend it runs on; nothing is sent or stored."""
+    launch = plan_job(settings, request)
+    return DryRun(launch, backend_named(settings, request.backend_name(settings.backend)).render(launch))
 
 
 def _manifest_launch(request: LaunchRequest, text: ManifestText) -> Launch:

@@ -22,6 +22,7 @@ from bot.commands.verbs import Verb, add_verbs
 
 if TYPE_CHECKING:
     from actions.jobs.requests import LaunchRequest
+    from actions.jobs.service import Jobs
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
@@ -136,7 +137,7 @@ def _settings() -> Settings:
     return load_settings()
 
 
-def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred on purpose
+def jobs_service(settings: Settings) -> Jobs:
     from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
 
     return Jobs(settings)
@@ -164,22 +165,18 @@ def launch_request(args: argparse.Namespace, requester: str) -> LaunchRequest:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from actions.jobs.planning import plan_job  # noqa: PLC0415
+    from actions.jobs.planning import dry_run, plan_job  # noqa: PLC0415
 
     settings = _settings()
     request = launch_request(args, args.requester or getpass.getuser())
-    plan = plan_job(settings, request)
-    backend = request.backend_name(settings.backend)
     if args.dry_run:  # no state store, no cluster: only what would be sent
-        from actions.jobs.backends import backend_named  # noqa: PLC0415
-
-        rendered = backend_named(settings, backend).render(plan)
+        planned = dry_run(settings, request)
         if args.output == "name":
-            print(plan.name)
+            print(planned.launch.name)
         else:
-            print_document(rendered, args.output, text=None)
+            print_document(planned.document, args.output, text=None)
         return 0
-    record = _jobs_service(settings).launch(plan, backend)
+    record = jobs_service(settings).launch(plan_job(settings, request), request.backend_name(settings.backend))
     if args.output == "name":
         print(record.name)
         return 0
@@ -195,7 +192,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _jobs(args: argparse.Namespace) -> int:
     from bot.render.job_view import jobs_table  # noqa: PLC0415
 
-    records = _jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
+    records = jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
     if args.output == "name":
         print("\n".join(record.name for record in records))
     else:
@@ -207,35 +204,30 @@ def _status(args: argparse.Namespace) -> int:
     from actions.jobs.job import JobState  # noqa: PLC0415
     from bot.render.job_view import status_text  # noqa: PLC0415
 
-    jobs = _jobs_service(_settings())
-    status = jobs.status(args.job)
-    while args.wait and not status.state.terminal:
+    jobs = jobs_service(_settings())
+    found = jobs.status_history(args.job)
+    while args.wait and not found.status.state.terminal:
         time.sleep(WAIT_POLL_S)
-        status = jobs.status(status.name)
-    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
-    document = {**status.to_dict(), "history": [event.to_dict() for event in history]}
-    print_document(document, args.output, text=status_text(status, history))
-    return 1 if args.wait and status.state != JobState.SUCCEEDED else 0
+        found = jobs.status_history(found.status.name)
+    print_document(found.to_dict(), args.output, text=status_text(found.status, found.history))
+    return 1 if args.wait and found.status.state != JobState.SUCCEEDED else 0
 
 
 def _logs(args: argparse.Namespace) -> int:
-    text = _jobs_service(_settings()).logs(args.job, args.tail)
+    text = jobs_service(_settings()).logs(args.job, args.tail)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    status = _jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
+    status = jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
     action = "suspend" if args.suspend else "stop"
     print_document(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
     return 0
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from actions.jobs.watcher import watch  # noqa: PLC0415
-
-    jobs = _jobs_service(_settings())
-    for transition in watch(jobs.backend(args.backend), jobs.store, timeout_s=args.timeout):
+    for transition in jobs_service(_settings()).watch(args.backend, args.timeout):
         if args.output == "json":  # one JSON object a line, so a pipe can read each as it comes
             print(json.dumps(transition.to_dict(), ensure_ascii=False), flush=True)
         else:
@@ -244,12 +236,12 @@ def _watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect_live(job: str, folder: Path) -> Path:
+def _collect_live(job: str, folder: Path) -> Path:
     """The job's evidence, collected from its live sources into `folder`."""
     from actions.evidence.collecting import collect_job  # noqa: PLC0415
 
     settings = _settings()
-    return collect_job(settings, _jobs_service(settings), job, folder)
+    return collect_job(settings, jobs_service(settings), job, folder)
 
 
 def _collect(args: argparse.Namespace) -> int:
@@ -260,11 +252,11 @@ def _collect(args: argparse.Namespace) -> int:
         raise BadRequest(f"{out} exists already; give a new file name")
     if out.name.endswith((".tar.gz", ".tgz")):
         with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-            bundle = collect_live(args.job, Path(scratch) / out.name.removesuffix(".gz").removesuffix(".tar"))
+            bundle = _collect_live(args.job, Path(scratch) / out.name.removesuffix(".gz").removesuffix(".tar"))
             sources = _sources_of(bundle)
             archive(bundle, out)
     else:
-        sources = _sources_of(collect_live(args.job, out))
+        sources = _sources_of(_collect_live(args.job, out))
     print(f"{out}: " + ", ".join(f"{name} {status}" for name, status in sources.items()))
     return 0
 

@@ -51,24 +51,21 @@ def answer_train(slash: Slash, desk: TrainDesk) -> Message:
 
 def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     """Submit, and open the job's thread in the channel; a dry run shows what would be submitted."""
-    from actions.jobs.planning import plan_job  # noqa: PLC0415
+    from actions.jobs.planning import dry_run, plan_job  # noqa: PLC0415
 
     settings = desk.settings
     request = launch_request(command.args, slash.user)
-    plan = plan_job(settings, request)
-    backend = request.backend_name(settings.backend)
     if command.args.dry_run:
-        from actions.jobs.backends import backend_named  # noqa: PLC0415
-
-        manifest = yaml.safe_dump(backend_named(settings, backend).render(plan), sort_keys=False, allow_unicode=True)
-        return render(
-            "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
-        )
+        planned = dry_run(settings, request)
+        name = planned.launch.name
+        manifest = yaml.safe_dump(planned.document, sort_keys=False, allow_unicode=True)
+        return render("code", f"{name}: dry run", title=f"Would submit {name}", code=clip(manifest, LOG_CHARS))
+    plan = plan_job(settings, request)
     if plan.kind == "sweep":
         from actions.jobs.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
 
         prepare_tracking(settings.tracking_uri())
-    record = desk.jobs().launch(plan, backend)
+    record = desk.jobs().launch(plan, request.backend_name(settings.backend))
     desk.threads().open(slash.channel, record)
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
 
@@ -125,9 +122,8 @@ def train_jobs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
 
 
 def train_status(command: Command, slash: Slash, desk: TrainDesk) -> Message:
-    jobs = desk.jobs()
-    status = jobs.status(command.args.job)
-    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
+    found = desk.jobs().status_history(command.args.job)
+    status = found.status
     details = [
         (key, value)
         for key, value in (
@@ -140,7 +136,7 @@ def train_status(command: Command, slash: Slash, desk: TrainDesk) -> Message:
         )
         if value
     ]
-    lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in history]
+    lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in found.history]
     return render("status", f"{status.name}: {status.state}", status=status, details=details, history=lines)
 
 
