@@ -33,7 +33,9 @@ def plan_job(settings: Settings, request: LaunchRequest) -> Launch:
     """The launch or sweep that `request` asks for: the CLI's and Slack's alike."""
     if request.manifest is not None:
         return _manifest_launch(request, request.manifest)
-    if request.template is None or "=" in request.template:
+    # A sweep's first word is its template whatever it looks like (argparse requires one); a launch's may be
+    # the first parameter of someone who forgot the template.
+    if request.template is None or (request.sweep is None and "=" in request.template):
         raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
     template = find_template(templates_of(settings), request.template)
     template.authorize(request.requester)

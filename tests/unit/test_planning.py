@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from actions.errors import BadRequest
+from actions.errors import BadRequest, NotFound
 from actions.jobs.job import DNS_1035, MANAGED_BY, MAX_JOB_NAME, label_value, new_job_name
 from actions.jobs.planning import plan_job
 from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
@@ -149,3 +149,8 @@ def test_a_manifest_request_for_the_local_backend_is_refused():
 def test_a_launch_names_its_template_first(settings):
     with pytest.raises(BadRequest, match="name a template first"):
         plan_job(settings, LaunchRequest(template="lr=0.1", params=(), requester="a"))
+
+
+def test_a_sweep_takes_its_first_word_for_its_template(settings):
+    with pytest.raises(NotFound, match=r"no template 'lr=uniform\(0.1,0.2\)'; known templates: tiny-transformer"):
+        plan_sweep(settings, "lr=uniform(0.1,0.2)", [], SweepOptions(trials=2), requester="a")
