@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
 
     # Launching: one of actions/jobs/backends' BACKEND_NAMES (`local` runs a Ray head on this machine;
-    # `kuberay` submits RayJobs). Checked when a backend is chosen: the registry imports these settings.
+    # `kuberay` submits RayJobs). Checked by the Jobs service when it is made: the registry imports these settings.
     backend: str = "local"
     # Job templates by name, beside the built-in tiny-transformer (see actions/jobs/templates.py).
     templates: dict[str, dict[str, Any]] = Field(default_factory=dict)

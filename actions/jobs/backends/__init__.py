@@ -37,9 +37,13 @@ BACKENDS: dict[str, Callable[[Settings], Backend]] = {LOCAL: _local, KUBERAY: _k
 BACKEND_NAMES = tuple(BACKENDS)
 
 
+def known_backend(name: str) -> str:
+    """`name`, when a backend is registered under it; else BadRequest naming those there are."""
+    if name not in BACKENDS:
+        raise BadRequest(f"unknown backend {name!r}; choose {' or '.join(BACKEND_NAMES)}")
+    return name
+
+
 def backend_named(settings: Settings, name: str | None = None) -> Backend:
     """The backend called `name` (default: TRAINBOT_BACKEND), or BadRequest naming those there are."""
-    chosen = name or settings.backend
-    if chosen not in BACKENDS:
-        raise BadRequest(f"unknown backend {chosen!r}; choose {' or '.join(BACKEND_NAMES)}")
-    return BACKENDS[chosen](settings)
+    return BACKENDS[known_backend(name or settings.backend)](settings)
