@@ -9,6 +9,7 @@ import re
 import socket
 from pathlib import Path
 
+from actions.jobs.backends import KUBERAY, LOCAL
 from actions.jobs.backends.local_head import HEAD_HOST, dashboard_url, temp_dir
 from actions.jobs.job import JobStatus
 from actions.jobs.service import Jobs
@@ -22,10 +23,10 @@ def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
     status, backend = jobs.locate_status(job)
     record = jobs.store.get(status.name) if jobs.store.known(status.name) else None
     world = (record.workers, record.gpus_per_worker) if record else (None, None)
-    if backend == "kuberay":
+    if backend == KUBERAY:
         from actions.jobs.backends.kuberay import KubeRayBackend  # noqa: PLC0415 - the Kubernetes client loads only here
 
-        kuberay = jobs.backend("kuberay")
+        kuberay = jobs.backend(KUBERAY)
         client = kuberay.api_client() if isinstance(kuberay, KubeRayBackend) else None
         target, config, sources = _kuberay(settings, status, world, client)
         return collect(target, config, folder, sources)
@@ -59,7 +60,7 @@ def _local(
 
     target = Target(
         job=status.name,
-        backend="local",
+        backend=LOCAL,
         status=status.state.value,
         submission_id=status.submission_id or status.name,
         start=status.start_time,
@@ -92,7 +93,7 @@ def _kuberay(
     namespace, _, name = status.name.rpartition("/")
     target = Target(
         job=name,
-        backend="kuberay",
+        backend=KUBERAY,
         namespace=namespace or settings.namespace,
         status=status.state.value,
         submission_id=status.submission_id,

@@ -1,6 +1,6 @@
-"""Turn what a person asked for into a Launch: template, typed parameters, size, name, argv.
+"""Turn a LaunchRequest into a Launch: template, typed parameters, size, name, argv.
 
-Nothing here touches a backend; a dry run prints what these functions decide.
+`plan_job` is the one way in. Nothing here touches a backend: `dry_run` is what one would be sent.
 """
 
 from __future__ import annotations
@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from actions.errors import BadRequest
+from actions.jobs.backends import KUBERAY, backend_named
 from actions.jobs.backends.rayjob import load_manifest
 from actions.jobs.job import Launch, new_job_name
+from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
 from actions.jobs.search_space import parse_space, searched
 from actions.jobs.templates import JobTemplate, ParamValue, find_template, load_templates, manifest_template
 from actions.settings import Settings
@@ -23,52 +25,53 @@ SWEEP_DRIVER = ("python", "-m", "workloads.sweep")
 LOCAL_STORE = re.compile(r"^(sqlite|file):|^/")
 
 
-@dataclass(frozen=True)
-class SweepOptions:
-    trials: int
-    metric: str | None = None
-    mode: Literal["min", "max"] | None = None
-    scheduler: Literal["asha", "none"] = "none"
-
-
 def templates_of(settings: Settings) -> dict[str, JobTemplate]:
     return load_templates(settings.templates)
 
 
-def plan_launch(
-    settings: Settings,
-    template_name: str,
-    words: list[str],
-    *,
-    requester: str,
-    workers: int | None = None,
-    gpus_per_worker: int | None = None,
-) -> Launch:
-    template = find_template(templates_of(settings), template_name)
-    template.authorize(requester)
-    return training_launch(template, template.parse_params(words), template.size(workers, gpus_per_worker), requester)
+def plan_job(settings: Settings, request: LaunchRequest) -> Launch:
+    """The launch or sweep that `request` asks for: the CLI's and Slack's alike."""
+    if request.manifest is not None:
+        return _manifest_launch(request, request.manifest)
+    # A sweep's first word is its template whatever it looks like (argparse requires one); a launch's may be
+    # the first parameter of someone who forgot the template.
+    if request.template is None or (request.sweep is None and "=" in request.template):
+        raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
+    template = find_template(templates_of(settings), request.template)
+    template.authorize(request.requester)
+    if request.sweep is not None:
+        return _sweep(settings, template, request, request.sweep)
+    size = template.size(request.workers, request.gpus_per_worker)
+    return training_launch(template, template.parse_params(list(request.params)), size, request.requester)
 
 
-def plan_manifest_launch(
-    manifest_text: str,
-    source: str,
-    words: list[str],
-    *,
-    requester: str,
-    workers: int | None = None,
-    gpus_per_worker: int | None = None,
-) -> Launch:
+@dataclass(frozen=True)
+class DryRun:
+    """A planned launch and the document its backend would be sent (a RayJob, a Ray job submission)."""
+
+    launch: Launch
+    document: dict[str, Any]
+
+
+def dry_run(settings: Settings, request: LaunchRequest) -> DryRun:
+    """What `request` would submit, rendered by the backend it runs on; nothing is sent or stored."""
+    launch = plan_job(settings, request)
+    return DryRun(launch, backend_named(settings, request.backend_name(settings.backend)).render(launch))
+
+
+def _manifest_launch(request: LaunchRequest, text: ManifestText) -> Launch:
     """A team's own RayJob: their spec, a fresh name, our labels, their entrypoint plus the words."""
-    manifest = load_manifest(manifest_text, source)
-    template = manifest_template(_template_name(manifest, source))
-    params = template.parse_params(words)
+    manifest = load_manifest(text.text, text.source)
+    template = manifest_template(_template_name(manifest, text.source))
+    params = template.parse_params(list(request.params))
+    workers, gpus_per_worker = request.workers, request.gpus_per_worker
     # Their size stands unless the person asked for another; rayjob.apply_launch refuses a size
     # for a RayJob that has no worker group.
     if workers is None and gpus_per_worker is None:
         size = (manifest_workers(manifest), 0)
     else:
         size = template.size(manifest_workers(manifest) if workers is None else workers, gpus_per_worker)
-    return training_launch(template, params, size, requester, manifest)
+    return training_launch(template, params, size, request.requester, manifest)
 
 
 def training_launch(
@@ -92,34 +95,23 @@ def training_launch(
     )
 
 
-def plan_sweep(
-    settings: Settings,
-    template_name: str,
-    words: list[str],
-    options: SweepOptions,
-    *,
-    requester: str,
-    backend: str,
-    workers: int | None = None,
-) -> Launch:
+def _sweep(settings: Settings, template: JobTemplate, request: LaunchRequest, options: SweepOptions) -> Launch:
     """One Ray job whose driver (workloads.sweep) runs Ray Tune over the template's trainable."""
-    template = find_template(templates_of(settings), template_name)
-    template.authorize(requester)
     if template.sweep is None:
         raise BadRequest(f"template {template.name} declares no `sweep.trainable`, so it cannot be swept")
     if not 1 <= options.trials <= MAX_TRIALS:
         raise BadRequest(f"--trials {options.trials}: choose 1 to {MAX_TRIALS}")
     tracking_uri = settings.tracking_uri()
-    if backend == "kuberay" and LOCAL_STORE.match(tracking_uri):
+    if request.backend_name(settings.backend) == KUBERAY and LOCAL_STORE.match(tracking_uri):
         raise BadRequest(
             "a sweep on kuberay logs to MLflow from the cluster: set TRAINBOT_MLFLOW_TRACKING_URI to an "
             "MLflow server the cluster can reach"
         )
-    space = parse_space(template, words)
+    space = parse_space(template, list(request.params))
     if not searched(space):
         raise BadRequest("nothing to search: give at least one parameter a space, e.g. lr=loguniform(1e-4,1e-2)")
     name = new_job_name(f"{template.name}-sweep")
-    size = template.size(workers, 0)
+    size = template.size(request.workers, 0)
     argv = [
         *SWEEP_DRIVER,
         "--trainable", template.sweep.trainable,
@@ -141,7 +133,7 @@ def plan_sweep(
         params={"trials": options.trials, **{key: json.dumps(value) for key, value in space.items()}},
         workers=size[0],
         gpus_per_worker=0,
-        requester=requester,
+        requester=request.requester,
         argv=argv,
     )
 

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from actions.errors import BadRequest, NotFound
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from actions.errors import NotFound
+from actions.jobs.backends import backend_named, known_backend
 from actions.jobs.job import Backend, JobStatus, Launch
-from actions.jobs.records import JobRecord, Store
+from actions.jobs.records import Event, JobRecord, Store, Transition
+from actions.jobs.watcher import recorded_statuses, watch
 from actions.settings import Settings
 
 
-def backend_named(settings: Settings, name: str | None = None) -> Backend:
-    chosen = name or settings.backend
-    if chosen == "local":
-        from actions.jobs.backends.local import LocalBackend  # noqa: PLC0415 - only the chosen backend is imported
+@dataclass(frozen=True)
+class StatusHistory:
+    """A job's status now and, for a job trainbot launched, each state it went through (else none)."""
 
-        return LocalBackend(settings)
-    if chosen == "kuberay":
-        from actions.jobs.backends.kuberay import KubeRayBackend  # noqa: PLC0415
+    status: JobStatus
+    history: list[Event]
 
-        return KubeRayBackend(settings)
-    raise BadRequest(f"unknown backend {chosen!r}; choose local or kuberay")
+    def to_dict(self) -> dict[str, object]:
+        return {**self.status.to_dict(), "history": [event.to_dict() for event in self.history]}
 
 
 class Jobs:
@@ -27,6 +30,8 @@ class Jobs:
     def __init__(
         self, settings: Settings, store: Store | None = None, backends: dict[str, Backend] | None = None
     ) -> None:
+        # A TRAINBOT_BACKEND of no backend is refused when the service is made (the bot: at start), not later.
+        known_backend(settings.backend)
         self._settings = settings
         if store is None:
             settings.private_data_dir()
@@ -53,6 +58,11 @@ class Jobs:
         """The backend's status now, recorded in the store when trainbot launched the job."""
         return self.locate_status(job)[0]
 
+    def status_history(self, job: str) -> StatusHistory:
+        """The status now (recorded, as `status` does) and the job's history in the store."""
+        status = self.status(job)
+        return StatusHistory(status, self.store.history(status.name) if self.store.known(status.name) else [])
+
     def locate_status(self, job: str) -> tuple[JobStatus, str]:
         """The job's status now and the name of the backend that runs it."""
         name, backend = self._locate(job)
@@ -69,6 +79,30 @@ class Jobs:
         status = backend.cancel(name, suspend)
         self.store.record_status(status)
         return status
+
+    def observe(
+        self, backend: str | None = None, timeout_s: float | None = None
+    ) -> Iterator[tuple[JobStatus, Transition | None]]:
+        """Each status the backend observes, recorded first, with the state change it made (None: none)."""
+        return recorded_statuses(self.backend(backend), self.store, timeout_s)
+
+    def watch(self, backend: str | None = None, timeout_s: float | None = None) -> Iterator[Transition]:
+        """The state changes of trainbot's jobs on the backend, each recorded before it is yielded."""
+        return watch(self.backend(backend), self.store, timeout_s)
+
+    def recorded(self, name: str) -> JobRecord | None:
+        """What the store knows of the job called `name`; None for one trainbot did not launch."""
+        try:
+            return self.store.get(name)
+        except NotFound:
+            return None
+
+    def name_of(self, job: str) -> str:
+        """The name trainbot knows the job by (a prefix completed), or the word as given (a Ray submission)."""
+        try:
+            return self.store.find(job).name
+        except NotFound:
+            return job
 
     def launched(self, job: str) -> bool:
         """Whether `job` (a name or a unique prefix) is one trainbot launched, as the state store says."""

@@ -15,10 +15,17 @@ from actions.jobs.job import Backend, JobStatus
 from actions.jobs.records import Store, Transition
 
 
+def recorded_statuses(
+    backend: Backend, store: Store, timeout_s: float | None = None
+) -> Iterator[tuple[JobStatus, Transition | None]]:
+    """Each status `backend` observes, recorded first, with the state change it made (None: none)."""
+    for status in backend.observe(timeout_s):
+        yield status, store.record_status(status)
+
+
 def watch(backend: Backend, store: Store, timeout_s: float | None = None) -> Iterator[Transition]:
     """The state changes of trainbot's jobs on `backend`, each recorded before it is yielded."""
-    for status in backend.observe(timeout_s):
-        transition = store.record_status(status)
+    for _status, transition in recorded_statuses(backend, store, timeout_s):
         if transition is not None:
             yield transition
 

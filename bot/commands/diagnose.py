@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from actions.errors import BadRequest
 
 if TYPE_CHECKING:
+    from diagnosers.engine import Diagnosis
     from diagnosers.limits import Limits
 
 # A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
@@ -37,18 +38,11 @@ def _diagnose(args: argparse.Namespace) -> int:
     from diagnosers.bundle import NotABundle  # noqa: PLC0415
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
-    limits = _bundle_limits()
     try:
         if is_bundle_path(args.target):
-            diagnosis = diagnose_path(Path(args.target), limits)
+            diagnosis = diagnose_path(Path(args.target), _bundle_limits())
         else:
-            import tempfile  # noqa: PLC0415
-
-            from bot.commands.jobs import collect_live  # noqa: PLC0415 - settings, store, backends
-
-            with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-                collected = collect_live(args.target, Path(scratch) / args.target.replace("/", "_"))
-                diagnosis = diagnose_path(collected, limits)
+            diagnosis = _diagnose_live(args.target)
     except NotABundle as error:
         raise BadRequest(str(error)) from None
     if args.json:
@@ -56,6 +50,15 @@ def _diagnose(args: argparse.Namespace) -> int:
     else:
         print(render_text(diagnosis))
     return 0
+
+
+def _diagnose_live(job: str) -> Diagnosis:
+    from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415 - settings, store, backends
+    from actions.settings import load_settings  # noqa: PLC0415
+    from bot.commands.jobs import jobs_service  # noqa: PLC0415
+
+    settings = load_settings()
+    return diagnose_job(settings, jobs_service(settings), job).diagnosis
 
 
 def _bundle_limits() -> Limits:

@@ -16,14 +16,18 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from actions.errors import BadRequest
+from actions.jobs.backends import BACKEND_NAMES
 from actions.settings import Settings, load_settings
+from bot.commands.verbs import Verb, add_verbs
 
 if TYPE_CHECKING:
-    from actions.jobs.job import Launch
+    from actions.jobs.requests import LaunchRequest
+    from actions.jobs.service import Jobs
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
 WAIT_POLL_S = 2.0
+DEFAULT_BACKEND = Settings.model_fields["backend"].default
 # The most jobs a listing and the most lines a log tail asks for: more is a mistake, refused before any store.
 MAX_LIMIT = 1000
 MAX_TAIL_LINES = 100_000
@@ -32,14 +36,20 @@ WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,9}")
 
 
 def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    launch = commands.add_parser("launch", help="launch a job from a template or a RayJob manifest")
+    """The job verbs of JOB_VERBS (at the end of this module) as subcommands."""
+    add_verbs(commands, JOB_VERBS)
+
+
+def _launch_arguments(launch: argparse.ArgumentParser) -> None:
     launch.add_argument("words", nargs="*", metavar="TEMPLATE [key=value ...]", help="template and parameters")
     launch.add_argument("--manifest", type=Path, help="your own RayJob YAML (multi-document allowed)")
-    _sizing(launch)
+    launch.add_argument("--workers", type=whole_number(), help="Ray Train workers (default: the template's)")
+    launch.add_argument("--gpus", type=whole_number(), help="GPUs per worker (default: the template's)")
     _submission(launch)
-    launch.set_defaults(handler=_submit, kind="train")
+    launch.set_defaults(kind="train")
 
-    sweep = commands.add_parser("sweep", help="a Ray Tune sweep over a template, tracked in MLflow")
+
+def _sweep_arguments(sweep: argparse.ArgumentParser) -> None:
     sweep.add_argument("words", nargs="+", metavar="TEMPLATE [key=SPACE ...]", help="e.g. lr=loguniform(1e-4,1e-2)")
     sweep.add_argument("--trials", type=whole_number(), required=True, help="number of trials")
     sweep.add_argument("--metric", help="metric to optimize (default: the template's)")
@@ -47,46 +57,46 @@ def add_job_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
     sweep.add_argument("--scheduler", choices=("asha", "none"), default="none", help="asha stops poor trials early")
     sweep.add_argument("--workers", type=whole_number(), help="Ray workers of the KubeRay cluster the sweep runs on")
     _submission(sweep)
-    sweep.set_defaults(handler=_submit, kind="sweep")
+    sweep.set_defaults(kind="sweep")
 
-    jobs = commands.add_parser("jobs", help="jobs trainbot launched, newest first")
+
+def _jobs_arguments(jobs: argparse.ArgumentParser) -> None:
     jobs.add_argument("--active", action="store_true", help="only jobs not yet finished")
     jobs.add_argument("--requester", help="only jobs launched by this person")
     jobs.add_argument(
         "--limit", type=whole_number(1, MAX_LIMIT), default=50, help=f"at most this many (1 to {MAX_LIMIT})"
     )
     add_output_option(jobs, names=True)
-    jobs.set_defaults(handler=_jobs)
 
-    status = commands.add_parser("status", help="a job's state now, and its history")
+
+def _status_arguments(status: argparse.ArgumentParser) -> None:
     status.add_argument("job", metavar="JOB", help="job name or a unique prefix of it")
     status.add_argument("--wait", action="store_true", help="wait until the job ends; exit 1 unless it succeeded")
     add_output_option(status)
-    status.set_defaults(handler=_status)
 
-    logs = commands.add_parser("logs", help="a job's driver log")
+
+def _logs_arguments(logs: argparse.ArgumentParser) -> None:
     logs.add_argument("job", metavar="JOB")
     logs.add_argument("--tail", type=whole_number(0, MAX_TAIL_LINES), metavar="N", help="only the last N lines")
-    logs.set_defaults(handler=_logs)
 
-    cancel = commands.add_parser("cancel", help="stop a job")
+
+def _cancel_arguments(cancel: argparse.ArgumentParser) -> None:
     cancel.add_argument("job", metavar="JOB")
     cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
     add_output_option(cancel)
-    cancel.set_defaults(handler=_cancel)
 
-    collect = commands.add_parser("collect", help="collect a job's evidence bundle from the live sources")
+
+def _collect_arguments(collect: argparse.ArgumentParser) -> None:
     collect.add_argument("job", metavar="JOB", help="job name or prefix, RayJob name or Ray submission id")
     collect.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE", help="bundle.tar.gz (or a folder name)"
     )
-    collect.set_defaults(handler=_collect)
 
-    watch = commands.add_parser("watch", help="print each state change of trainbot's jobs as it happens")
-    watch.add_argument("--backend", choices=("local", "kuberay"))
+
+def _watch_arguments(watch: argparse.ArgumentParser) -> None:
+    watch.add_argument("--backend", choices=BACKEND_NAMES)
     watch.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long (default: never)")
     watch.add_argument("-o", "--output", choices=("text", "json"), default="text", help="json: one object a line")
-    watch.set_defaults(handler=_watch)
 
 
 def whole_number(least: int = 0, most: int = 10**9 - 1) -> Callable[[str], int]:
@@ -110,13 +120,8 @@ def parse_job_words(parser: argparse.ArgumentParser, argv: Sequence[str] | None)
     return args
 
 
-def _sizing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=whole_number(), help="Ray Train workers (default: the template's)")
-    parser.add_argument("--gpus", type=whole_number(), help="GPUs per worker (default: the template's)")
-
-
 def _submission(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("local", "kuberay"), help="default: TRAINBOT_BACKEND (local)")
+    parser.add_argument("--backend", choices=BACKEND_NAMES, help=f"default: TRAINBOT_BACKEND ({DEFAULT_BACKEND})")
     parser.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
     parser.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
     add_output_option(parser, names=True)
@@ -132,54 +137,46 @@ def _settings() -> Settings:
     return load_settings()
 
 
-def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred on purpose
+def jobs_service(settings: Settings) -> Jobs:
     from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
 
     return Jobs(settings)
 
 
-def plan_job(settings: Settings, args: argparse.Namespace, requester: str) -> Launch:
-    """The launch or sweep that the parsed words ask for: the CLI's and Slack's alike."""
-    from actions.jobs.planning import SweepOptions, plan_launch, plan_manifest_launch, plan_sweep  # noqa: PLC0415
+def launch_request(args: argparse.Namespace, requester: str) -> LaunchRequest:
+    """The typed request that parsed `launch` or `sweep` words make (a manifest file is read here)."""
+    from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions  # noqa: PLC0415
 
+    manifest_path: Path | None = getattr(args, "manifest", None)
+    sweep = None
     if args.kind == "sweep":
-        options = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
-        return plan_sweep(
-            settings, args.words[0], args.words[1:], options,
-            requester=requester, backend=args.backend or settings.backend, workers=args.workers,
-        )  # fmt: skip
-    if args.manifest:
-        if args.backend == "local":
-            raise BadRequest("a RayJob manifest runs on KubeRay; drop --backend local")
-        args.backend = "kuberay"
-        return plan_manifest_launch(
-            _read_manifest(args.manifest), str(args.manifest), args.words,
-            requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
-        )  # fmt: skip
-    if not args.words or "=" in args.words[0]:
-        raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
-    return plan_launch(
-        settings, args.words[0], args.words[1:],
-        requester=requester, workers=args.workers, gpus_per_worker=args.gpus,
-    )  # fmt: skip
+        sweep = SweepOptions(trials=args.trials, metric=args.metric, mode=args.mode, scheduler=args.scheduler)
+    words = tuple(args.words)
+    return LaunchRequest(
+        template=None if manifest_path or not words else words[0],
+        params=words if manifest_path else words[1:],
+        requester=requester,
+        backend=args.backend,
+        workers=args.workers,
+        gpus_per_worker=getattr(args, "gpus", None),
+        manifest=ManifestText(_read_manifest(manifest_path), str(manifest_path)) if manifest_path else None,
+        sweep=sweep,
+    )
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from actions.jobs.planning import dry_run, plan_job  # noqa: PLC0415
+
     settings = _settings()
-    return _submit_or_print(settings, plan_job(settings, args, args.requester or getpass.getuser()), args)
-
-
-def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace) -> int:
+    request = launch_request(args, args.requester or getpass.getuser())
     if args.dry_run:  # no state store, no cluster: only what would be sent
-        from actions.jobs.service import backend_named  # noqa: PLC0415
-
-        rendered = backend_named(settings, args.backend).render(plan)
+        planned = dry_run(settings, request)
         if args.output == "name":
-            print(plan.name)
+            print(planned.launch.name)
         else:
-            print_document(rendered, args.output, text=None)
+            print_document(planned.document, args.output, text=None)
         return 0
-    record = _jobs_service(settings).launch(plan, args.backend)
+    record = jobs_service(settings).launch(plan_job(settings, request), request.backend_name(settings.backend))
     if args.output == "name":
         print(record.name)
         return 0
@@ -195,7 +192,7 @@ def _submit_or_print(settings: Settings, plan: Launch, args: argparse.Namespace)
 def _jobs(args: argparse.Namespace) -> int:
     from bot.render.job_view import jobs_table  # noqa: PLC0415
 
-    records = _jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
+    records = jobs_service(_settings()).list(limit=args.limit, requester=args.requester, active=args.active)
     if args.output == "name":
         print("\n".join(record.name for record in records))
     else:
@@ -207,35 +204,30 @@ def _status(args: argparse.Namespace) -> int:
     from actions.jobs.job import JobState  # noqa: PLC0415
     from bot.render.job_view import status_text  # noqa: PLC0415
 
-    jobs = _jobs_service(_settings())
-    status = jobs.status(args.job)
-    while args.wait and not status.state.terminal:
+    jobs = jobs_service(_settings())
+    found = jobs.status_history(args.job)
+    while args.wait and not found.status.state.terminal:
         time.sleep(WAIT_POLL_S)
-        status = jobs.status(status.name)
-    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
-    document = {**status.to_dict(), "history": [event.to_dict() for event in history]}
-    print_document(document, args.output, text=status_text(status, history))
-    return 1 if args.wait and status.state != JobState.SUCCEEDED else 0
+        found = jobs.status_history(found.status.name)
+    print_document(found.to_dict(), args.output, text=status_text(found.status, found.history))
+    return 1 if args.wait and found.status.state != JobState.SUCCEEDED else 0
 
 
 def _logs(args: argparse.Namespace) -> int:
-    text = _jobs_service(_settings()).logs(args.job, args.tail)
+    text = jobs_service(_settings()).logs(args.job, args.tail)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    status = _jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
+    status = jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
     action = "suspend" if args.suspend else "stop"
     print_document(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
     return 0
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from actions.jobs.watcher import watch  # noqa: PLC0415
-
-    jobs = _jobs_service(_settings())
-    for transition in watch(jobs.backend(args.backend), jobs.store, timeout_s=args.timeout):
+    for transition in jobs_service(_settings()).watch(args.backend, args.timeout):
         if args.output == "json":  # one JSON object a line, so a pipe can read each as it comes
             print(json.dumps(transition.to_dict(), ensure_ascii=False), flush=True)
         else:
@@ -244,12 +236,12 @@ def _watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect_live(job: str, folder: Path) -> Path:
+def _collect_live(job: str, folder: Path) -> Path:
     """The job's evidence, collected from its live sources into `folder`."""
     from actions.evidence.collecting import collect_job  # noqa: PLC0415
 
     settings = _settings()
-    return collect_job(settings, _jobs_service(settings), job, folder)
+    return collect_job(settings, jobs_service(settings), job, folder)
 
 
 def _collect(args: argparse.Namespace) -> int:
@@ -260,11 +252,11 @@ def _collect(args: argparse.Namespace) -> int:
         raise BadRequest(f"{out} exists already; give a new file name")
     if out.name.endswith((".tar.gz", ".tgz")):
         with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-            bundle = collect_live(args.job, Path(scratch) / out.name.removesuffix(".gz").removesuffix(".tar"))
+            bundle = _collect_live(args.job, Path(scratch) / out.name.removesuffix(".gz").removesuffix(".tar"))
             sources = _sources_of(bundle)
             archive(bundle, out)
     else:
-        sources = _sources_of(collect_live(args.job, out))
+        sources = _sources_of(_collect_live(args.job, out))
     print(f"{out}: " + ", ".join(f"{name} {status}" for name, status in sources.items()))
     return 0
 
@@ -292,3 +284,16 @@ def print_document(document: Any, output: str, text: str | None) -> None:
         print(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), end="")
     else:
         print(text)
+
+
+# The job verbs, in the order `trainbot --help` and `/train help` list them.
+JOB_VERBS = (
+    Verb("launch", "launch a job from a template or a RayJob manifest", _launch_arguments, _submit),
+    Verb("sweep", "a Ray Tune sweep over a template, tracked in MLflow", _sweep_arguments, _submit),
+    Verb("jobs", "jobs trainbot launched, newest first", _jobs_arguments, _jobs),
+    Verb("status", "a job's state now, and its history", _status_arguments, _status),
+    Verb("logs", "a job's driver log", _logs_arguments, _logs),
+    Verb("cancel", "stop a job", _cancel_arguments, _cancel),
+    Verb("collect", "collect a job's evidence bundle from the live sources", _collect_arguments, _collect),
+    Verb("watch", "print each state change of trainbot's jobs as it happens", _watch_arguments, _watch),
+)

@@ -67,9 +67,9 @@ class JobThreads:
         """A status a watcher saw: told in the job's thread if it changed what the thread shows."""
         key = thread_key(status.name)
         parent = self.poster.find(key)
-        if parent is None or not self.poster.posts.show(key, status.state):
+        record = self.jobs.recorded(status.name)
+        if parent is None or record is None or not self.poster.posts.show(key, status.state):
             return
-        record = self.jobs.store.get(status.name)
         self.poster.update(key, self.parent(record, status))
         said = first_line(status.message)
         line = f"{ICONS[status.state]} {status.name} is {status.state}" + (f": {said}" if said else "")
@@ -85,8 +85,8 @@ class JobThreads:
         ended = [state.value for state in JobState if state.terminal]
         for key in self.poster.posts.showing_other_than(THREAD_PREFIX, ended):
             name = key.removeprefix(THREAD_PREFIX)
-            if self.jobs.store.known(name):
-                self.observed(self.jobs.store.get(name))
+            if (record := self.jobs.recorded(name)) is not None:
+                self.observed(record)
 
     def sweeps_progressed(self) -> None:
         """Edit the progress message of every running sweep that has a thread."""

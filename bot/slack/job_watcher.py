@@ -30,8 +30,7 @@ def watch_once(jobs: Jobs, threads: JobThreads, window_s: float = WINDOW_S) -> b
     threads.catch_up()
     if not jobs.list(active=True, limit=1):
         return False
-    for status in jobs.backend().observe(window_s):
-        jobs.store.record_status(status)
+    for status, _change in jobs.observe(timeout_s=window_s):
         threads.observed(status)
     threads.sweeps_progressed()
     return True

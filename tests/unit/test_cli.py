@@ -166,6 +166,14 @@ def test_launch_mistakes_exit_2_with_one_line(args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args", [("launch", "tiny-transformer", "--dry-run"), ("jobs",)])
+def test_an_unknown_trainbot_backend_is_one_line_naming_the_backends(tmp_path, args):
+    result = run(*args, env={"TRAINBOT_BACKEND": "slurm", "TRAINBOT_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 2
+    assert result.stderr == "trainbot: unknown backend 'slurm'; choose local or kuberay\n"
+    assert not (tmp_path / "data").exists()
+
+
 def test_a_kuberay_sweep_dry_run_is_one_rayjob_running_the_driver():
     result = run(
         "sweep", "tiny-transformer", "--trials", "10", "lr=loguniform(1e-4,1e-2)",

@@ -12,7 +12,9 @@ import kmock
 import kubernetes
 import pytest
 
+from actions.evidence.bundle_shelf import BundleShelf
 from actions.evidence.collecting import collect_job
+from actions.evidence.diagnosing import diagnose_job, diagnose_kept
 from actions.jobs.backends.kuberay import KubeRayBackend
 from actions.jobs.planning import training_launch
 from actions.jobs.service import Jobs
@@ -364,7 +366,8 @@ def test_a_launched_job_that_ran_out_of_gpu_memory_is_collected_by_name(standin,
     assert_same_diagnosis(folder, FAILED_GPU_OOM)
 
 
-def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_path):
+def unlaunched_rayjob_stuck_pulling(standin: ServedStandin, tmp_path: Path) -> tuple[Settings, Jobs, str, str]:
+    """A RayJob trainbot did not launch whose image cannot be pulled: (settings, jobs, its name, namespace)."""
     namespace = json.loads((FAILED_IMAGE_PULL / "bundle.json").read_text())["namespace"]
     standin.call(standin.api.namespaces.add, namespace)
     settings, jobs = kuberay_jobs(standin, tmp_path, namespace)
@@ -379,6 +382,11 @@ def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_
     standin.put(RAYCLUSTERS, raycluster(f"{job}-raycluster", namespace))
     for item in json.loads((FAILED_IMAGE_PULL / "k8s" / "events.json").read_text())["items"]:
         standin.put(EVENTS, item)
+    return settings, jobs, job, namespace
+
+
+def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_path):
+    settings, jobs, job, namespace = unlaunched_rayjob_stuck_pulling(standin, tmp_path)
 
     folder = collect_job(settings, jobs, job, tmp_path / "bundle")
 
@@ -387,3 +395,22 @@ def test_a_rayjob_trainbot_did_not_launch_is_collected_by_its_name(standin, tmp_
     assert written["sources"]["k8s"] == "ok"
     assert written["sources"]["ray"].startswith("unreachable: http://127.0.0.1:")
     assert_same_diagnosis(folder, FAILED_IMAGE_PULL)
+
+
+def test_diagnose_job_keeps_the_bundle_only_on_a_shelf_and_a_kept_one_is_diagnosed_again(standin, tmp_path):
+    settings, jobs, job, _ = unlaunched_rayjob_stuck_pulling(standin, tmp_path)
+    expected = diagnose_path(FAILED_IMAGE_PULL)
+
+    unkept = diagnose_job(settings, jobs, job)
+    kept = diagnose_job(settings, jobs, job, BundleShelf.of(settings))
+
+    for diagnosed in (unkept, kept):
+        assert (diagnosed.job, diagnosed.diagnosis.verdict) == (job, expected.verdict)
+        assert [found.id for found in diagnosed.diagnosis.findings] == [found.id for found in expected.findings]
+    assert unkept.kept is None
+    assert kept.kept is not None
+    assert BundleShelf.of(settings).find(kept.kept.key) == kept.kept.folder
+    again = diagnose_kept(settings, kept.kept.key)
+    assert again is not None
+    assert again.to_dict() == kept.diagnosis.to_dict()
+    assert diagnose_kept(settings, "gone-0000") is None

@@ -6,7 +6,8 @@ import argparse
 import pytest
 
 from actions.errors import BadRequest
-from actions.jobs.planning import SweepOptions, plan_launch, plan_sweep
+from actions.jobs.planning import plan_job
+from actions.jobs.requests import LaunchRequest, SweepOptions
 from actions.settings import Settings
 from bot.cli.main import build_parser
 from bot.commands.jobs import parse_job_words
@@ -67,7 +68,7 @@ def test_counts_within_bounds_are_read():
 )
 def test_other_scripts_digits_are_no_number_for_a_parameter(tmp_path, word, message):
     with pytest.raises(BadRequest) as refused:
-        plan_launch(Settings(data_dir=tmp_path), "tiny-transformer", [word], requester="a")
+        plan_job(Settings(data_dir=tmp_path), LaunchRequest(template="tiny-transformer", params=(word,), requester="a"))
     assert str(refused.value) == message
 
 
@@ -76,8 +77,10 @@ def test_a_sweep_metric_is_one_its_trials_report(tmp_path):
 
     def metric_of(metric: str | None) -> str:
         options = SweepOptions(trials=2, metric=metric)
-        argv = plan_sweep(settings, "tiny-transformer", ["lr=uniform(0.1,0.2)"], options, requester="a",
-                          backend="local").argv  # fmt: skip
+        request = LaunchRequest(
+            template="tiny-transformer", params=("lr=uniform(0.1,0.2)",), requester="a", backend="local", sweep=options
+        )
+        argv = plan_job(settings, request).argv
         return argv[argv.index("--metric") + 1]
 
     assert (metric_of(None), metric_of("train_loss")) == ("val_loss", "train_loss")

@@ -6,9 +6,10 @@ import shlex
 
 import pytest
 
-from actions.errors import BadRequest
+from actions.errors import BadRequest, NotFound
 from actions.jobs.job import DNS_1035, MANAGED_BY, MAX_JOB_NAME, label_value, new_job_name
-from actions.jobs.planning import SweepOptions, plan_launch, plan_sweep
+from actions.jobs.planning import plan_job
+from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
 from actions.jobs.search_space import parse_space
 from actions.jobs.templates import TINY_TRANSFORMER
 from actions.settings import Settings
@@ -17,6 +18,14 @@ from actions.settings import Settings
 @pytest.fixture
 def settings(tmp_path):
     return Settings(data_dir=tmp_path)
+
+
+def plan_launch(settings, template, words, **request):
+    return plan_job(settings, LaunchRequest(template=template, params=tuple(words), **request))
+
+
+def plan_sweep(settings, template, words, options, **request):
+    return plan_job(settings, LaunchRequest(template=template, params=tuple(words), sweep=options, **request))
 
 
 def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
@@ -109,3 +118,39 @@ def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
 def test_sweeps_refuse_what_cannot_run(settings, words, options, backend, message):
     with pytest.raises(BadRequest, match=message):
         plan_sweep(settings, "tiny-transformer", words, options, requester="a", backend=backend)
+
+
+TEAM_RAYJOB = ManifestText(
+    """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: Team-Job}
+spec:
+  entrypoint: python train.py
+  rayClusterSpec:
+    workerGroupSpecs: [{groupName: workers, replicas: 3, template: {spec: {containers: []}}}]
+""",
+    "team.yaml",
+)
+
+
+def test_a_manifest_request_keeps_its_size_and_runs_on_kuberay(settings):
+    request = LaunchRequest(template=None, params=("epochs=3",), requester="a", manifest=TEAM_RAYJOB)
+    launch = plan_job(settings, request)
+    assert (launch.template.name, launch.workers, launch.argv) == ("team-job", 3, ["--epochs", "3"])
+    assert request.backend_name("local") == "kuberay"
+
+
+def test_a_manifest_request_for_the_local_backend_is_refused():
+    with pytest.raises(BadRequest, match="a RayJob manifest runs on KubeRay; drop --backend local"):
+        LaunchRequest(template=None, params=(), requester="a", backend="local", manifest=TEAM_RAYJOB)
+
+
+def test_a_launch_names_its_template_first(settings):
+    with pytest.raises(BadRequest, match="name a template first"):
+        plan_job(settings, LaunchRequest(template="lr=0.1", params=(), requester="a"))
+
+
+def test_a_sweep_takes_its_first_word_for_its_template(settings):
+    with pytest.raises(NotFound, match=r"no template 'lr=uniform\(0.1,0.2\)'; known templates: tiny-transformer"):
+        plan_sweep(settings, "lr=uniform(0.1,0.2)", [], SweepOptions(trials=2), requester="a")

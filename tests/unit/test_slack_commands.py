@@ -24,6 +24,7 @@ from actions.jobs.records import Store
 from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionStore
 from actions.settings import Settings
+from bot.commands.grammar import TRAIN_VERBS
 from bot.console.local_slack import (
     Call,
     LocalSlack,
@@ -35,6 +36,7 @@ from bot.console.local_slack import (
 from bot.http.metrics import Metrics
 from bot.http.server import in_thread
 from bot.slack.app import build_slack_app
+from bot.slack.listeners.train import TRAIN_ANSWERS
 from bot.web.app import make_app
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
@@ -113,6 +115,10 @@ def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
     assert "`strategy=ddp` (choice, ddp | fsdp)" in shown
     assert "--as" not in shown
     assert command(bot, slack, "/train", "")["blocks"] == reply["blocks"]
+
+
+def test_every_train_verb_of_the_grammar_has_its_answer():
+    assert list(TRAIN_ANSWERS) == list(TRAIN_VERBS)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 import pytest
 
 from actions.jobs.job import JobState, JobStatus
+from actions.jobs.service import Jobs
 from actions.jobs.watcher import poll_changes, watch
+from actions.settings import Settings
 from tests.unit.test_store import launched, open_store
 
 PENDING, RUNNING, SUCCEEDED, FAILED = JobState.PENDING, JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED
@@ -24,6 +26,9 @@ class ScriptedBackend:
     def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
         self.timeouts.append(timeout_s)
         yield from self.statuses
+
+    def status(self, name: str) -> JobStatus:
+        return [status for status in self.statuses if status.name == name][-1]
 
 
 def changes(transitions) -> list[tuple[str, JobState | None, JobState]]:
@@ -106,3 +111,17 @@ def test_poll_changes_returns_after_its_timeout_and_zero_is_one_poll():
     started = time.monotonic()
     assert list(poll_changes(list_statuses, interval_s=10, timeout_s=0.2)) == [JobStatus("a", RUNNING)]
     assert 0.2 <= time.monotonic() - started < 2
+
+
+def test_the_jobs_service_observes_every_status_with_the_change_it_recorded(store, tmp_path):
+    seen = (JobStatus("train-a", RUNNING), JobStatus("train-a", RUNNING), JobStatus("train-b", FAILED))
+    jobs = Jobs(Settings(data_dir=tmp_path), store, backends={"local": ScriptedBackend(*seen)})
+    observed = list(jobs.observe(timeout_s=5))
+    assert [status for status, _ in observed] == list(seen)
+    assert [change and (change.job, change.previous, change.current) for _, change in observed] == [
+        ("train-a", PENDING, RUNNING),
+        None,
+        ("train-b", PENDING, FAILED),
+    ]
+    found = jobs.status_history("train-b")
+    assert (found.status.state, [event.state for event in found.history]) == (FAILED, [PENDING, FAILED])

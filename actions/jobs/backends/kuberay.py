@@ -24,6 +24,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden, NotFound, Unavailable
+from actions.jobs.backends import KUBERAY
 from actions.jobs.backends.rayjob import DEFAULT_SUBMISSION_MODE, apply_launch, build_rayjob
 from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
 from actions.service_failure import failure_reason
@@ -51,7 +52,7 @@ DELETED_MESSAGE = "deleted before it finished"
 
 
 class KubeRayBackend:
-    name = "kuberay"
+    name = KUBERAY
 
     def __init__(self, settings: Settings, api_client: kubernetes.client.ApiClient | None = None) -> None:
         """`api_client` is for tests; without it the cluster's credentials are found on first use."""

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
+from actions.jobs.backends import LOCAL
 from actions.jobs.backends.local_head import dashboard_url, ensure_head, head_running
 from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
 from actions.jobs.watcher import poll_changes
@@ -30,7 +31,7 @@ AGENT_RETRY_S = 1.0
 
 
 class LocalBackend:
-    name = "local"
+    name = LOCAL
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings

@@ -8,14 +8,13 @@ listener threads that answer Slack stay free.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actions.errors import BadRequest, NotFound
+from actions.errors import BadRequest
 from actions.evidence.bundle_shelf import BundleShelf
+from actions.jobs.backends import KUBERAY
 from bot.render.blocks import Message, mrkdwn, notice
 from bot.slack.job_threads import thread_key
 
@@ -45,7 +44,7 @@ class JobDiagnoses:
 
         if is_bundle_path(job):  # a path on the bot's machine is not for Slack users to read
             raise BadRequest(f"{job}: name a job here; for a bundle file run `trainbot diagnose {job}` in a terminal")
-        name = self._name(job)
+        name = self.jobs().name_of(job)
         thread = self.poster.find(thread_key(name))
 
         def tell(text: str) -> None:
@@ -68,32 +67,22 @@ class JobDiagnoses:
         self.into_thread(alerted_job(self.settings, job, namespace), thread)
 
     def diagnose(self, name: str, channel: str, thread: Post | None) -> None:
-        from actions.evidence.collecting import collect_job  # noqa: PLC0415 - collectors load on first use
+        from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415 - collectors load on first use
         from bot.slack.listeners.diagnosis import post_diagnosis  # noqa: PLC0415 - matplotlib loads on first use
-        from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
-        with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-            collected = collect_job(self.settings, self.jobs(), name, Path(scratch) / "bundle")
-            key = self.shelf.keep(collected, name)
-        kept = self.shelf.find(key)
-        assert kept is not None  # kept a moment ago, by this process
+        diagnosed = diagnose_job(self.settings, self.jobs(), name, self.shelf)
+        kept = diagnosed.kept
+        assert kept is not None  # diagnosed with a shelf
         post_diagnosis(
-            self.poster, channel, thread, diagnose_path(kept, self.settings.bundle_limits()), kept,
-            job=name, runbook_base_url=self.settings.runbook_base_url, evidence_key=key,
+            self.poster, channel, thread, diagnosed.diagnosis, kept.folder,
+            job=name, runbook_base_url=self.settings.runbook_base_url, evidence_key=kept.key,
         )  # fmt: skip
-
-    def _name(self, job: str) -> str:
-        """The name trainbot knows the job by (a prefix completed), or the word as given (a Ray submission)."""
-        try:
-            return self.jobs().store.find(job).name
-        except NotFound:
-            return job
 
 
 def alerted_job(settings: Settings, job: str, namespace: str) -> str:
     """What to diagnose for an alert about `job` in `namespace`: on KubeRay, a RayJob outside the bot's own
     namespace is `namespace/job`, as `trainbot diagnose` takes it, never a namesake in the bot's namespace.
     Local jobs have no namespace."""
-    if settings.backend == "kuberay" and namespace and namespace != settings.namespace:
+    if settings.backend == KUBERAY and namespace and namespace != settings.namespace:
         return f"{namespace}/{job}"
     return job

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from actions.evidence.bundle_shelf import BundleShelf
 from actions.state.posts import Post
 from bot.render.blocks import mrkdwn
 from bot.render.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_messages
@@ -70,13 +69,11 @@ def post_evidence(poster: SlackPoster, thread: Post, diagnosis: Diagnosis, name:
 
 def kept_diagnoses(settings: Settings) -> Load:
     """The diagnosis of the bundle kept under a key on the settings' shelf, made again; None when it is gone."""
-    shelf = BundleShelf.of(settings)
 
     def load(key: str) -> Diagnosis | None:
-        from diagnosers.engine import diagnose_path  # noqa: PLC0415
+        from actions.evidence.diagnosing import diagnose_kept  # noqa: PLC0415 - the rules load on first use
 
-        folder = shelf.find(key)
-        return None if folder is None else diagnose_path(folder, settings.bundle_limits())
+        return diagnose_kept(settings, key)
 
     return load
 

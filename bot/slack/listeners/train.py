@@ -11,7 +11,7 @@ import yaml
 
 from bot.commands.diagnose import add_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
-from bot.commands.jobs import add_job_commands, plan_job
+from bot.commands.jobs import add_job_commands, launch_request
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
 from bot.render.job_view import age
 from bot.slack.authorization import CANCEL_ANY
@@ -43,46 +43,36 @@ class TrainDesk:
 
 
 def answer_train(slash: Slash, desk: TrainDesk) -> Message:
+    """The answer of the verb's row in TRAIN_ANSWERS (at the end of this module); a verb with none gets the help."""
     command = TRAIN.parse(slash.text)
     desk.authorize(command.verb, slash)
-    if command.verb == "help":
-        return train_help(desk.settings)
-    if command.verb == "jobs":
-        return train_jobs(command, desk.jobs())
-    if command.verb == "status":
-        return train_status(command, desk.jobs())
-    if command.verb in ("launch", "sweep"):
-        return train_launch(command, slash, desk)
-    if command.verb == "logs":
-        return train_logs(command, desk.jobs())
-    if command.verb == "cancel":
-        return train_cancel(command, slash, desk)
-    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)  # diagnose: the last verb
+    return TRAIN_ANSWERS.get(command.verb, train_help)(command, slash, desk)
 
 
 def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     """Submit, and open the job's thread in the channel; a dry run shows what would be submitted."""
-    settings = desk.settings
-    plan = plan_job(settings, command.args, slash.user)
-    if command.args.dry_run:
-        from actions.jobs.service import backend_named  # noqa: PLC0415
+    from actions.jobs.planning import dry_run, plan_job  # noqa: PLC0415
 
-        manifest = yaml.safe_dump(backend_named(settings).render(plan), sort_keys=False, allow_unicode=True)
-        return render(
-            "code", f"{plan.name}: dry run", title=f"Would submit {plan.name}", code=clip(manifest, LOG_CHARS)
-        )
+    settings = desk.settings
+    request = launch_request(command.args, slash.user)
+    if command.args.dry_run:
+        planned = dry_run(settings, request)
+        name = planned.launch.name
+        manifest = yaml.safe_dump(planned.document, sort_keys=False, allow_unicode=True)
+        return render("code", f"{name}: dry run", title=f"Would submit {name}", code=clip(manifest, LOG_CHARS))
+    plan = plan_job(settings, request)
     if plan.kind == "sweep":
         from actions.jobs.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
 
         prepare_tracking(settings.tracking_uri())
-    record = desk.jobs().launch(plan)
+    record = desk.jobs().launch(plan, request.backend_name(settings.backend))
     desk.threads().open(slash.channel, record)
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
 
 
-def train_logs(command: Command, jobs: Jobs) -> Message:
+def train_logs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     tail = LOG_LINES if command.args.tail is None else command.args.tail
-    lines = jobs.logs(command.args.job, tail).splitlines()
+    lines = desk.jobs().logs(command.args.job, tail).splitlines()
     shown: list[str] = []
     for line in reversed(lines):  # the newest lines that fit
         if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:
@@ -103,7 +93,7 @@ def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
 
 
-def train_help(settings: Settings) -> Message:
+def train_help(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     from actions.jobs.templates import load_templates  # noqa: PLC0415 - pydantic models load only when asked
 
     templates = [
@@ -112,17 +102,17 @@ def train_help(settings: Settings) -> Message:
             "description": template.description,
             "params": [(f"{name}={param.default}", _param_help(param)) for name, param in template.params.items()],
         }
-        for template in load_templates(settings.templates).values()
+        for template in load_templates(desk.settings.templates).values()
         if not template.from_manifest
     ]
     return render("help", "/train: launch, sweep and follow training jobs", command="/train", cli="",
                   verbs=TRAIN.usage(), templates=templates)  # fmt: skip
 
 
-def train_jobs(command: Command, jobs: Jobs) -> Message:
+def train_jobs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     args = command.args
     limit = min(args.limit, JOBS_SHOWN)
-    records = jobs.list(limit=limit, requester=args.requester, active=args.active)
+    records = desk.jobs().list(limit=limit, requester=args.requester, active=args.active)
     jobs = [
         {"name": r.name, "state": str(r.state), "template": r.template, "backend": r.backend,
          "requester": r.requester, "age": age(r.created_at)}
@@ -131,9 +121,9 @@ def train_jobs(command: Command, jobs: Jobs) -> Message:
     return render("jobs", f"{len(jobs)} jobs", jobs=jobs)
 
 
-def train_status(command: Command, jobs: Jobs) -> Message:
-    status = jobs.status(command.args.job)
-    history = jobs.store.history(status.name) if jobs.store.known(status.name) else []
+def train_status(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    found = desk.jobs().status_history(command.args.job)
+    status = found.status
     details = [
         (key, value)
         for key, value in (
@@ -146,7 +136,7 @@ def train_status(command: Command, jobs: Jobs) -> Message:
         )
         if value
     ]
-    lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in history]
+    lines = [f"{event.at:%H:%M:%S} {event.state} {event.message}".rstrip() for event in found.history]
     return render("status", f"{status.name}: {status.state}", status=status, details=details, history=lines)
 
 
@@ -158,3 +148,21 @@ def _param_help(param: Param) -> str:
 
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def train_diagnose(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Diagnose a job in its thread: the answer says where the diagnosis will be posted."""
+    return desk.diagnoses.request(command.args.target, slash.channel, slash.user)
+
+
+# Each /train verb of the grammar (TRAIN_VERBS) and the function that answers it.
+TRAIN_ANSWERS: dict[str, Callable[[Command, Slash, TrainDesk], Message]] = {
+    "launch": train_launch,
+    "sweep": train_launch,
+    "status": train_status,
+    "logs": train_logs,
+    "cancel": train_cancel,
+    "diagnose": train_diagnose,
+    "jobs": train_jobs,
+    "help": train_help,
+}
