@@ -10,7 +10,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import yaml
@@ -31,15 +31,19 @@ USER_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@(
 SECRET_QUERY = re.compile(r"(?P<key>[?&][^=&#]*(?:token|pass|secret|key|auth|sig|cred)[^=&#]*=)[^&#]*", re.IGNORECASE)
 
 
+# The backends a job can run on (actions/jobs/backends registers one for each).
+BackendName = Literal["local", "kuberay"]
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TRAINBOT_", extra="ignore")
 
     data_dir: Path = Path(".trainbot")
     log_level: str = "INFO"
 
-    # Launching: one of actions/jobs/backends' BACKEND_NAMES (`local` runs a Ray head on this machine;
-    # `kuberay` submits RayJobs). Checked by the Jobs service when it is made: the registry imports these settings.
-    backend: str = "local"
+    # Launching: `local` runs a Ray head on this machine; `kuberay` submits RayJobs. The one spelling of the
+    # backends' names: actions/jobs/backends' registry takes them from here.
+    backend: BackendName = "local"
     # Job templates by name, beside the built-in tiny-transformer (see actions/jobs/templates.py).
     templates: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from actions.errors import NotFound
-from actions.jobs.backends import backend_named, known_backend
+from actions.jobs.backends import backend_named
 from actions.jobs.job import Backend, JobStatus, Launch
 from actions.jobs.records import Event, JobRecord, Store, Transition
 from actions.jobs.watcher import recorded_statuses, watch
@@ -30,8 +30,6 @@ class Jobs:
     def __init__(
         self, settings: Settings, store: Store | None = None, backends: dict[str, Backend] | None = None
     ) -> None:
-        # A TRAINBOT_BACKEND of no backend is refused when the service is made (the bot: at start), not later.
-        known_backend(settings.backend)
         self._settings = settings
         if store is None:
             settings.private_data_dir()

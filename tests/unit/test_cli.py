@@ -170,7 +170,8 @@ def test_launch_mistakes_exit_2_with_one_line(args, message):
 def test_an_unknown_trainbot_backend_is_one_line_naming_the_backends(tmp_path, args):
     result = run(*args, env={"TRAINBOT_BACKEND": "slurm", "TRAINBOT_DATA_DIR": str(tmp_path / "data")})
     assert result.returncode == 2
-    assert result.stderr == "trainbot: unknown backend 'slurm'; choose local or kuberay\n"
+    assert result.stderr.startswith("trainbot: invalid settings (backend: Input should be 'local' or 'kuberay')")
+    assert len(result.stderr.splitlines()) == 1
     assert not (tmp_path / "data").exists()
 
 

@@ -8,16 +8,16 @@ in BACKENDS. Its module is imported only when it is chosen, so the bot never loa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from actions.errors import BadRequest
+from actions.settings import BackendName
 
 if TYPE_CHECKING:
     from actions.jobs.job import Backend
     from actions.settings import Settings
 
-LOCAL = "local"
-KUBERAY = "kuberay"
+LOCAL, KUBERAY = get_args(BackendName)
 
 
 def _local(settings: Settings) -> Backend:
@@ -37,13 +37,9 @@ BACKENDS: dict[str, Callable[[Settings], Backend]] = {LOCAL: _local, KUBERAY: _k
 BACKEND_NAMES = tuple(BACKENDS)
 
 
-def known_backend(name: str) -> str:
-    """`name`, when a backend is registered under it; else BadRequest naming those there are."""
-    if name not in BACKENDS:
-        raise BadRequest(f"unknown backend {name!r}; choose {' or '.join(BACKEND_NAMES)}")
-    return name
-
-
 def backend_named(settings: Settings, name: str | None = None) -> Backend:
     """The backend called `name` (default: TRAINBOT_BACKEND), or BadRequest naming those there are."""
-    return BACKENDS[known_backend(name or settings.backend)](settings)
+    chosen = name or settings.backend
+    if chosen not in BACKENDS:
+        raise BadRequest(f"unknown backend {chosen!r}; choose {' or '.join(BACKEND_NAMES)}")
+    return BACKENDS[chosen](settings)
