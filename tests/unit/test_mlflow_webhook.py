@@ -7,7 +7,7 @@ import pytest
 from mlflow.webhooks.delivery import _generate_hmac_signature
 
 from actions.errors import BadRequest, Unauthorized
-from actions.promotions.mlflow_webhook import (
+from bot.web.mlflow_webhook import (
     DELIVERY_HEADER,
     REPLAY_WINDOW,
     SIGNATURE_HEADER,
