@@ -31,10 +31,10 @@ HINT = "is this Alertmanager's webhook (version 4)?"
 
 def request_notification(environ: WSGIEnvironment) -> Notification:
     """The notification a request carries: BodyRefused or BadRequest otherwise."""
-    return read_notification(read_body(environ, MAX_BODY_BYTES))
+    return _notification(read_body(environ, MAX_BODY_BYTES))
 
 
-def read_notification(body: bytes) -> Notification:
+def _notification(body: bytes) -> Notification:
     """The notification in `body`; BadRequest saying what is wrong where, for anything else."""
     try:
         document = read_json(body, MAX_BODY_BYTES)
