@@ -31,7 +31,7 @@ from sqlalchemy import (
     update,
 )
 
-from actions.alerts.alertmanager_webhook import FIRING, RESOLVED, Alert, Notification, read_notification
+from actions.alerts.alertmanager_webhook import FIRING, RESOLVED, Alert, Notification
 from actions.errors import NotFound
 from actions.state.database import Database
 from actions.state.tables import MAX_KEY, alert_events, alert_states, alert_threads
@@ -143,10 +143,6 @@ class AlertThreads(Database):
     def __init__(self, url: str, thread_labels: Sequence[str] = DEFAULT_THREAD_LABELS) -> None:
         super().__init__(url)
         self.thread_labels = tuple(thread_labels)
-
-    def receive(self, body: bytes, at: datetime) -> Receipt:
-        """Record the webhook notification in `body` (BadRequest when it is not one)."""
-        return self.record(read_notification(body), at)
 
     def record(self, notification: Notification, at: datetime) -> Receipt:
         recorded = duplicates = 0

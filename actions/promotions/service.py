@@ -8,13 +8,13 @@ registry carries its own audit trail: trainbot.<target>.request, .state, .reques
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from actions.errors import ActionError, BadRequest, Conflict, Forbidden, Unavailable
-from actions.promotions.mlflow_webhook import EVENTS, verified_delivery
+from actions.errors import ActionError, BadRequest, Conflict, Forbidden
+from actions.promotions.mlflow_webhook import EVENTS, Delivery
 from actions.promotions.policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotions.registry import MlflowHttp, Registry
 from actions.promotions.registry_events import Receipt, RegistryEvents
@@ -175,11 +175,9 @@ class Promotions:
             raise BadRequest(f"{url!r} is not an http(s) URL; give trainbot serve's, ending in /webhooks/mlflow")
         return self.registry.register_webhook(WEBHOOK_NAME, url, EVENTS, self.webhook_secret)
 
-    def announce(self, headers: Mapping[str, str], body: bytes) -> Receipt:
-        """A webhook delivery from MLflow, checked and handled once: the notices it raises for the bot."""
-        if not self.webhook_secret:
-            raise Unavailable("TRAINBOT_MLFLOW_WEBHOOK_SECRET is not set, so no delivery can be checked; set it")
-        delivery = verified_delivery(self.webhook_secret, headers, body, self.clock())
+    def announce(self, delivery: Delivery) -> Receipt:
+        """A webhook delivery from MLflow, its signature checked under webhook_secret (bot/web/mlflow_webhook.py),
+        handled once: the notices it raises for the bot."""
         return self.events.receive(delivery, self.clock(), list(self.targets))
 
     def resume(self) -> list[PromotionRequest]:

@@ -1,1 +1,1 @@
-"""The HTTP server under `trainbot serve` and the bot's own metrics."""
+"""The HTTP server under `trainbot serve`, the bot's own metrics, and JSON read within bounds from any sender."""

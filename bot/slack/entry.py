@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from actions.bounded_json import NotJSON, read_json
+from bot.http.bounded_json import NotJSON, read_json
 from bot.http.server import BodyRefused, escaped, json_answer, read_body
 
 if TYPE_CHECKING:

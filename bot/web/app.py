@@ -2,10 +2,11 @@
 
 POST /slack/events goes to the slack-bolt App (bot/slack/app.py) when Slack is configured (with --socket-mode
 Slack comes over a WebSocket the bot opens instead, bot/slack/socket_mode.py, and that route says so); POST
-/webhooks/mlflow takes MLflow's registry webhooks (checked and handled in actions/promotions/service.py); POST
-/alerts/alertmanager takes Alertmanager's webhook (recorded by actions/alerts/threads.py, posted by
-bot/slack/alert_poster.py); GET /healthz answers while the process serves; GET /metrics is the bot's own
-(bot/http/metrics.py). bot/http/server.py serves it.
+/webhooks/mlflow takes MLflow's registry webhooks (checked in bot/web/mlflow_webhook.py, handled in
+actions/promotions/service.py); POST /alerts/alertmanager takes Alertmanager's webhook (read in
+bot/web/alertmanager_webhook.py, recorded by actions/alerts/threads.py, posted by bot/slack/alert_poster.py); GET
+/healthz answers while the process serves; GET /metrics is the bot's own (bot/http/metrics.py).
+bot/http/server.py serves it.
 Each route parses the request, calls one action and renders JSON; an error a sender can fix gets its
 status and message, anything else (a route's or Bolt's failure) the request's id as an incident.
 """
@@ -20,11 +21,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from actions.alerts.alertmanager_webhook import MAX_BODY_BYTES as MAX_ALERTS_BYTES
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
-from actions.promotions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from bot.http.metrics import Metrics
-from bot.http.server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, read_body, serve
+from bot.http.server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, serve
+from bot.web.alertmanager_webhook import request_notification
+from bot.web.mlflow_webhook import request_delivery
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -49,7 +50,6 @@ SLACK_OVER_SOCKET_MODE: Answer = (
     {"error": "this trainbot takes Slack over Socket Mode (trainbot serve --socket-mode), not at /slack/events"},
 )
 METRICS_PATH = "/metrics"
-WEBHOOK_HEADERS = (DELIVERY_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
 ERROR_STATUS: dict[type[ActionError], int] = {BadRequest: 400, Unauthorized: 401, Unavailable: 503}
 # Where a request's id waits in its WSGI environ, for the incident that names it.
 REQUEST_ID_KEY = "trainbot.request_id"
@@ -67,9 +67,8 @@ def make_app(
     metrics = metrics or Metrics()
 
     def mlflow_webhook(environ: WSGIEnvironment) -> Answer:
-        headers = {name: environ.get(_cgi_name(name), "") for name in WEBHOOK_HEADERS}
-        receipt = promotions.announce(headers, read_body(environ, MAX_BODY_BYTES))
-        return 200, receipt.to_dict()
+        delivery = request_delivery(environ, promotions.webhook_secret, promotions.clock())
+        return 200, promotions.announce(delivery).to_dict()
 
     def healthz(environ: WSGIEnvironment) -> Answer:
         return 200, {"ok": True}
@@ -85,7 +84,7 @@ def make_app(
     if alerts is not None:
 
         def alertmanager_webhook(environ: WSGIEnvironment) -> Answer:
-            return 200, alerts.receive(read_body(environ, MAX_ALERTS_BYTES), datetime.now(UTC)).to_dict()
+            return 200, alerts.record(request_notification(environ), datetime.now(UTC)).to_dict()
 
         routes[ALERTS_PATH] = {"POST": alertmanager_webhook}
 
@@ -144,10 +143,6 @@ def _answer(route: Callable[[WSGIEnvironment], Answer], environ: WSGIEnvironment
 
 def _escaped_path(environ: WSGIEnvironment) -> str:
     return escaped(f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}")
-
-
-def _cgi_name(header: str) -> str:
-    return "HTTP_" + header.upper().replace("-", "_")
 
 
 def serve_everything(settings: Settings, host: str, port: int, limits: Limits, socket_mode: bool = False) -> int:

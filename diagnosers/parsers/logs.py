@@ -11,24 +11,12 @@ from typing import BinaryIO
 
 from diagnosers.findings import MAX_QUOTES_PER_FINDING, Quote
 from diagnosers.logscan import MAX_CONTEXT_LINES, Hit, LogScanner, Needle, Recount
-from diagnosers.parsers import (
-    cuda,
-    failures,
-    horovod,
-    jax_dist,
-    k8s_text,
-    kernel,
-    mlflow_log,
-    mpi_launch,
-    nccl,
-    phase_tables,
-    ray_log,
-    step_lines,
-    throughput,
-    torch_dist,
-)
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import horovod, jax_dist, mlflow_log, mpi_launch, ray_log, torch_dist
+from diagnosers.parsers.platform import cuda, k8s_text, kernel, nccl
 from diagnosers.parsers.prefixes import split_prefix
 from diagnosers.parsers.signals import LinePattern, Signal, common_attrs
+from diagnosers.parsers.timings import phase_tables, step_lines, throughput
 from diagnosers.parsers.tracebacks import HEADER, PythonException, parse_traceback
 
 LINE_PATTERNS: tuple[LinePattern, ...] = (

@@ -1,7 +1,8 @@
 """The rule registry: each rule module says what it detects and which finding ids it may emit.
 
 A rule is a plain function Evidence -> findings, after HTA's analyses; it reads only the
-Evidence and returns nothing when its inputs are missing.
+Evidence and returns nothing when its inputs are missing. RULE_BY_FINDING_ID leads from a finding id (in a
+diagnosis, an alert, a runbook) to the one rule that emits it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ RULES: tuple[Rule, ...] = tuple(
         unrecognised,
     )
 )
+
+# After ruff's code registry: each finding id to its rule, from the rules' EMITS (tests/unit/test_rules.py checks
+# that each of the ids has exactly one).
+RULE_BY_FINDING_ID: dict[str, Rule] = {finding_id: rule for rule in RULES for finding_id in rule.emits}
 
 # The metrics the rules read: load only these of an exporter's metrics.
 METRICS_READ: frozenset[str] = measures.METRICS_READ | {gpu_health.XID_METRIC}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Quote, Severity
-from diagnosers.parsers.throughput import Scaling
+from diagnosers.parsers.timings.throughput import Scaling
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import (
     DRAM_ACTIVE,

@@ -11,7 +11,9 @@ import re
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_NOT_DETECTED, XID_ERROR, Finding, Quote, Severity
-from diagnosers.parsers import cuda, failures, kernel, ray_log
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import ray_log
+from diagnosers.parsers.platform import cuda, kernel
 from diagnosers.parsers.signals import Signal
 from diagnosers.rules.common import finding, where
 

@@ -15,9 +15,9 @@ from itertools import pairwise
 
 from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.findings import Quote
-from diagnosers.parsers import phase_tables, throughput
 from diagnosers.parsers.signals import Signal
-from diagnosers.parsers.step_lines import DATALOADER_ACTIONS, EPOCH_ACTION, PROFILER_ROW, STEP_TIMING
+from diagnosers.parsers.timings import phase_tables, throughput
+from diagnosers.parsers.timings.step_lines import DATALOADER_ACTIONS, EPOCH_ACTION, PROFILER_ROW, STEP_TIMING
 
 # Utilisation in percent (0-100) or as a ratio (0-1), most direct first.
 UTILISATION_METRICS: tuple[tuple[str, float], ...] = (
@@ -193,7 +193,7 @@ TIMER_BLOCK_GAP = 2
 
 
 def logged_step_records(evidence: Evidence) -> dict[int, list[StepRecord]]:
-    """Step records read from the breakdowns that training tools print (diagnosers.parsers.phase_tables)."""
+    """Step records read from the breakdowns that training tools print (diagnosers.parsers.timings.phase_tables)."""
     samples = per_gpu_batch(evidence)
     records: dict[int, list[StepRecord]] = defaultdict(list)
     by_source = signals_by_source(
@@ -299,7 +299,7 @@ def _rank(signal: Signal) -> int:
 
 
 def logged_step_phases(evidence: Evidence) -> StepPhases | None:
-    """Step phases from the timing lines training loops print (parsers.step_lines): data wait against step time.
+    """Step phases from the timing lines training loops print (parsers.timings.step_lines): data wait against step time.
 
     Each log (and each rank within one) is a stream of its own. Where a line prints the epoch's running means,
     two lines give the exact means between them, so the first batch's worker start-up drops out; otherwise a
@@ -393,7 +393,7 @@ def _lightning_profiler_records(evidence: Evidence) -> list[list[StepRecord]]:
 
 
 def benchmark_scaling(evidence: Evidence) -> throughput.Scaling | None:
-    """Benchmark throughput pasted for several GPU counts (parsers.throughput), each file read as its own paste."""
+    """Benchmark throughput pasted for several GPU counts (parsers.timings.throughput), one paste per file."""
     by_source = signals_by_source(
         evidence,
         throughput.STEP_RATE,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import GPU_OOM, HOST_OOM, Finding, Severity
-from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import ray_log
+from diagnosers.parsers.platform import cuda, k8s_text, kernel
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT, NCCL_TIMEOUT, Finding, Severity
-from diagnosers.parsers import horovod, nccl, step_lines, throughput, torch_dist
+from diagnosers.parsers.frameworks import horovod, torch_dist
+from diagnosers.parsers.platform import nccl
 from diagnosers.parsers.signals import Signal
+from diagnosers.parsers.timings import step_lines, throughput
 from diagnosers.rules.common import finding, first_attr, where
 
 EMITS = (NCCL_TIMEOUT, NCCL_NETWORK_ERROR, NCCL_SLOW_TRANSPORT)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import RANK_CONFIG, Finding, Severity
-from diagnosers.parsers import jax_dist, mpi_launch, nccl, torch_dist
+from diagnosers.parsers.frameworks import jax_dist, mpi_launch, torch_dist
+from diagnosers.parsers.platform import nccl
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, first_attr, where

@@ -11,7 +11,8 @@ import re
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import IMAGE_PULL, INSUFFICIENT_GPU, Finding, Severity
-from diagnosers.parsers import k8s_text, ray_log
+from diagnosers.parsers.frameworks import ray_log
+from diagnosers.parsers.platform import k8s_text
 from diagnosers.rules.common import finding, first_attr
 
 EMITS = (INSUFFICIENT_GPU, IMAGE_PULL)

@@ -12,7 +12,7 @@ import re
 
 from diagnosers.evidence import OK, Evidence
 from diagnosers.findings import DASHBOARD_UNREACHABLE, MLFLOW_UNREACHABLE, Finding, Quote, Severity
-from diagnosers.parsers import mlflow_log, ray_log
+from diagnosers.parsers.frameworks import mlflow_log, ray_log
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, where

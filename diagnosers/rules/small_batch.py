@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import SMALL_BATCH, Finding, Severity
-from diagnosers.parsers.throughput import Scaling
+from diagnosers.parsers.timings.throughput import Scaling
 from diagnosers.rules.bottleneck import SCALING_CONFIDENCE, SCALING_EFFICIENCY_LOSS
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import benchmark_scaling, step_phases

@@ -16,7 +16,7 @@ from collections import Counter
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import STRAGGLER, Finding, Quote, Severity
-from diagnosers.parsers import phase_tables
+from diagnosers.parsers.timings import phase_tables
 from diagnosers.rules.common import finding
 from diagnosers.rules.measures import (
     GPU_TEMP,

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import UNRECOGNISED_ERROR, Finding, Quote, Severity
-from diagnosers.parsers import failures, nccl, ray_log
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import ray_log
+from diagnosers.parsers.platform import nccl
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding

@@ -14,7 +14,9 @@ import signal as signals_module
 
 from diagnosers.evidence import Evidence
 from diagnosers.findings import DATALOADER_CRASH, WORKER_DIED, Finding, Severity
-from diagnosers.parsers import cuda, failures, k8s_text, kernel, ray_log
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import ray_log
+from diagnosers.parsers.platform import cuda, k8s_text, kernel
 from diagnosers.parsers.signals import Signal
 from diagnosers.parsers.tracebacks import PythonException
 from diagnosers.rules.common import finding, where

@@ -19,11 +19,11 @@ from cryptography.fernet import Fernet
 from mlflow import MlflowClient
 from mlflow.webhooks.delivery import _generate_hmac_signature
 
-from actions.promotions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from actions.promotions.policy import Actor
 from actions.promotions.registry_events import Notice, NoticeKind, RegistryEvents
 from actions.promotions.service import Promotions
 from actions.settings import Settings
+from bot.web.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from tests.integration.cli import TRAINBOT, trainbot
 from tests.processes import free_port, serving
 

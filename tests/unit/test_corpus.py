@@ -12,7 +12,8 @@ from diagnosers.bundle import load_bundle
 from diagnosers.engine import Diagnosis, diagnose
 from diagnosers.evidence import Evidence
 from diagnosers.findings import FINDING_IDS
-from diagnosers.parsers import failures, ray_log
+from diagnosers.parsers import failures
+from diagnosers.parsers.frameworks import ray_log
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = sorted(path.parent for path in CORPUS.glob("*/expect.yaml"))

@@ -1,17 +1,21 @@
 """Checking an MLflow webhook delivery: MLflow's own signer is the reference, so a drift in its format shows."""
 
+import io
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from mlflow.webhooks.delivery import _generate_hmac_signature
 
-from actions.errors import BadRequest, Unauthorized
-from actions.promotions.mlflow_webhook import (
+from actions.errors import BadRequest, Unauthorized, Unavailable
+from bot.http.server import BodyRefused
+from bot.web.mlflow_webhook import (
     DELIVERY_HEADER,
+    MAX_BODY_BYTES,
     REPLAY_WINDOW,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
+    request_delivery,
     signature,
     verified_delivery,
 )
@@ -99,3 +103,25 @@ def test_a_signed_body_that_is_not_json_is_a_bad_request():
 def test_our_signer_agrees_with_mlflows():
     headers, body = signed()
     assert signature(SECRET, headers[DELIVERY_HEADER], headers[TIMESTAMP_HEADER], body) == headers[SIGNATURE_HEADER]
+
+
+def request(headers: dict[str, str], body: bytes) -> dict[str, object]:
+    """The WSGI environ of a POST carrying `headers` and `body`."""
+    cgi_headers = {"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()}
+    return {**cgi_headers, "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
+
+
+def test_a_request_s_headers_and_body_are_the_delivery():
+    delivery = request_delivery(request(*signed()), SECRET, NOW)
+    assert (delivery.id, delivery.event) == ("0b9c7c3e-delivery", "model_version_alias.created")
+
+
+def test_without_a_secret_no_request_is_read_as_a_delivery():
+    with pytest.raises(Unavailable, match="TRAINBOT_MLFLOW_WEBHOOK_SECRET is not set"):
+        request_delivery(request(*signed()), "", NOW)
+
+
+def test_a_body_over_the_limit_is_refused_before_the_secret_is_asked_for():
+    headers, _ = signed()
+    with pytest.raises(BodyRefused, match=f"at most {MAX_BODY_BYTES}"):
+        request_delivery(request(headers, b"x" * (MAX_BODY_BYTES + 1)), "", NOW)

@@ -5,8 +5,9 @@ import io
 import pytest
 
 from diagnosers.logscan import RegexMatcher
-from diagnosers.parsers import kernel, nccl, ray_log
+from diagnosers.parsers.frameworks import ray_log
 from diagnosers.parsers.logs import LINE_PATTERNS, LogParser
+from diagnosers.parsers.platform import kernel, nccl
 
 EXAMPLES = [(pattern.kind, example) for pattern in LINE_PATTERNS for example in pattern.examples]
 

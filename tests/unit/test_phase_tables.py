@@ -6,7 +6,7 @@ import pytest
 
 from diagnosers.bundle import load_bundle
 from diagnosers.engine import diagnose
-from diagnosers.parsers.phase_tables import detector_extremes, fields_of, phases_of
+from diagnosers.parsers.timings.phase_tables import detector_extremes, fields_of, phases_of
 from tests import scenarios
 
 

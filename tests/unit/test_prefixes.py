@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from diagnosers.parsers import cuda, nccl
 from diagnosers.parsers.logs import LogParser
+from diagnosers.parsers.platform import cuda, nccl
 from diagnosers.parsers.prefixes import process_key, split_prefix
 from diagnosers.parsers.tracebacks import parse_traceback
 

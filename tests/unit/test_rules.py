@@ -1,5 +1,6 @@
 """Each finding id fires on bundles in the real tools' formats, and stays quiet on near-misses."""
 
+import importlib
 import json
 from pathlib import Path
 
@@ -7,11 +8,13 @@ import pytest
 
 from diagnosers.bundle import load_bundle
 from diagnosers.engine import FAILED, INSUFFICIENT_EVIDENCE, diagnose
-from diagnosers.findings import FINDING_IDS
+from diagnosers.findings import FINDING_IDS, runbook_path
 from diagnosers.parsers.logs import STEP_LINES_KEPT
+from diagnosers.rules import RULE_BY_FINDING_ID, RULES
 from tests import scenarios
 
 RAY = "(RayTrainWorker pid=4321, ip=10.0.1.7) "
+REPO = Path(__file__).resolve().parents[2]
 
 
 def events(*items: tuple[str, str, str]) -> str:
@@ -405,6 +408,18 @@ def test_xid_from_the_dcgm_metric(tmp_path):
 def test_every_finding_id_is_covered_by_a_bundle_here():
     covered = set(LOG_CASES) | {"comm-bound", "io-bound", "compute-bound", "straggler", "small-batch"}
     assert covered == set(FINDING_IDS)
+
+
+@pytest.mark.parametrize("finding_id", FINDING_IDS)
+def test_a_finding_id_leads_to_the_one_rule_module_that_emits_it_and_to_its_runbook(finding_id):
+    [emitter] = [rule for rule in RULES if finding_id in rule.emits]
+    assert RULE_BY_FINDING_ID[finding_id] is emitter
+    assert finding_id in importlib.import_module(f"diagnosers.rules.{emitter.name}").EMITS
+    assert (REPO / runbook_path(finding_id)).is_file()
+
+
+def test_the_rule_index_holds_the_finding_ids_and_nothing_else():
+    assert sorted(RULE_BY_FINDING_ID) == sorted(FINDING_IDS)
 
 
 UNKNOWN_ERROR_LOG = (

@@ -26,8 +26,8 @@ import requests
 from mlflow.webhooks.delivery import _generate_hmac_signature
 from prometheus_client.parser import text_string_to_metric_families
 
-from actions.promotions.mlflow_webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from bot.console.local_slack import Call, LocalSlack, local_slack, signed_headers, slash_command_body
+from bot.web.mlflow_webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from tests.alertmanager import alert, notification
 from tests.processes import free_port, serving
 from tests.unit.test_cli import TRAINBOT
