@@ -31,7 +31,7 @@ from sqlalchemy import (
     update,
 )
 
-from actions.alerts.alertmanager_webhook import FIRING, RESOLVED, Alert, Notification
+from actions.alerts.notifications import FIRING, RESOLVED, Alert, Notification
 from actions.errors import NotFound
 from actions.state.database import Database
 from actions.state.tables import MAX_KEY, alert_events, alert_states, alert_threads

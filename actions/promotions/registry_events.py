@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from actions.errors import BadRequest
-from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.deliveries import Delivery
 from actions.promotions.store import PromotionEvent, PromotionState, record_event
 from actions.state.database import Database
 from actions.state.tables import mlflow_deliveries, promotion_notices, promotion_requests

@@ -14,7 +14,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden
-from actions.promotions.mlflow_webhook import EVENTS, Delivery
+from actions.promotions.deliveries import EVENTS, Delivery
 from actions.promotions.policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotions.registry import MlflowHttp, Registry
 from actions.promotions.registry_events import Receipt, RegistryEvents

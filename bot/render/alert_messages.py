@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from actions.alerts.alertmanager_webhook import FIRING
+from actions.alerts.notifications import FIRING
 from actions.alerts.threads import NAMESPACE
 from bot.render.blocks import Message, render
 

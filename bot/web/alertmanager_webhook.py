@@ -1,5 +1,5 @@
 """POST /alerts/alertmanager: an Alertmanager webhook notification (version 4, as Alertmanager 0.x sends it), read
-and checked into the Notification that the alert threads take (actions/alerts/alertmanager_webhook.py).
+and checked into the Notification that the alert threads take (actions/alerts/notifications.py).
 
 Alertmanager posts one JSON object per group of alerts:
 {"version": "4", "status": "firing|resolved", "receiver", "groupKey", "groupLabels", "commonLabels",
@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from actions.alerts.alertmanager_webhook import STATUSES, Alert, Notification
+from actions.alerts.notifications import STATUSES, Alert, Notification
 from actions.errors import BadRequest
 from bot.http.bounded_json import NotJSON, read_json
 from bot.http.server import read_body

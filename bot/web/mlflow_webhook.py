@@ -1,5 +1,5 @@
 """POST /webhooks/mlflow: an MLflow webhook delivery (MLflow >= 3.3), its HMAC signature checked, its JSON read
-into the Delivery that promotions take (actions/promotions/mlflow_webhook.py).
+into the Delivery that promotions take (actions/promotions/deliveries.py).
 
 MLflow signs `<delivery id>.<unix timestamp>.<body>` with HMAC-SHA256 under the webhook's secret and
 sends it as `X-MLflow-Signature: v1,<base64>`. A delivery is accepted only when that signature matches
@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from actions.errors import BadRequest, Unauthorized, Unavailable
-from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.deliveries import Delivery
 from bot.http.bounded_json import NotJSON, read_json
 from bot.http.server import read_body
 

@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
-from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.deliveries import Delivery
 from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionState
 from actions.settings import Settings

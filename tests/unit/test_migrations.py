@@ -20,7 +20,7 @@ import actions.state.migrations
 from actions.alerts.threads import AlertThreads
 from actions.jobs.job import JobState
 from actions.jobs.records import Store
-from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.deliveries import Delivery
 from actions.promotions.registry_events import RegistryEvents
 from actions.promotions.store import PromotionState, PromotionStore
 from actions.settings import SettingsError

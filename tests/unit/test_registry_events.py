@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from actions.errors import BadRequest
-from actions.promotions.mlflow_webhook import Delivery
+from actions.promotions.deliveries import Delivery
 from actions.promotions.registry_events import NoticeKind, RegistryEvents
 from actions.promotions.store import PromotionRequest, PromotionStore
 
