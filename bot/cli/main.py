@@ -132,19 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception:
-        return _unexpected()
+        return _unexpected(args.command)
 
 
-def _unexpected() -> int:
-    """Keep the traceback in an incident report and show its id, never the traceback itself."""
-    import traceback  # noqa: PLC0415
-    import uuid  # noqa: PLC0415
+def _unexpected(command: str) -> int:
+    """Keep the traceback in an incident report (0600: main's umask) and show its id, never the traceback itself."""
+    from bot.incidents import record_incident  # noqa: PLC0415
 
-    incident = uuid.uuid4().hex[:12]
-    report = _incident_dir() / f"incident-{incident}.log"
-    report.write_text(traceback.format_exc(), encoding="utf-8")  # 0600: main's umask
+    incident = record_incident(f"trainbot {command}", report_dir=_incident_dir().resolve())
     print(
-        f"trainbot: unexpected error, incident {incident}; details in {report.resolve()}. Please report it.",
+        f"trainbot: unexpected error, incident {incident.id}; details in {incident.report}. Please report it.",
         file=sys.stderr,
     )
     return 1

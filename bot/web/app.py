@@ -25,6 +25,7 @@ from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from actions.promotions.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from bot.http.metrics import Metrics
 from bot.http.server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, read_body, serve
+from bot.incidents import record_incident
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -118,8 +119,7 @@ def make_app(
             body = app(environ, recording)
         except Exception:
             # Any route's or Bolt's failure: its traceback in the log under the request's id, never to the client.
-            metrics.incident("http")
-            log.exception("incident %s on %s", request_id, _escaped_path(environ))
+            record_incident(_escaped_path(environ), count=lambda: metrics.incident("http"), incident_id=request_id)
             incident = {"error": f"trainbot failed on this request; incident {request_id} is in its log"}
             body = json_answer(recording, 500, incident)
         status = statuses[-1] if statuses else "none"
