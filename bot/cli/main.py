@@ -32,6 +32,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from actions.settings import load_settings  # noqa: PLC0415
     from bot.http.server import Limits  # noqa: PLC0415
+    from bot.services import Services  # noqa: PLC0415
     from bot.web.app import serve_everything  # noqa: PLC0415
 
     settings = load_settings()
@@ -40,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
     chosen = {"read_timeout_s": args.read_timeout, "grace_s": args.grace}
     limits = Limits(**{name: value for name, value in chosen.items() if value is not None})
     try:
-        undone = serve_everything(settings, args.host, args.port, limits, socket_mode=args.socket_mode)
+        undone = serve_everything(Services(settings), args.host, args.port, limits, socket_mode=args.socket_mode)
     except OSError as error:
         raise BadRequest(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
     if undone:

@@ -17,9 +17,11 @@ import yaml
 
 from actions.errors import BadRequest
 from actions.settings import Settings, load_settings
+from bot.services import Services
 
 if TYPE_CHECKING:
     from actions.jobs.job import Launch
+    from actions.jobs.service import Jobs
 
 # Manifests are small YAML; a bigger file is a mistake, refused before it is read whole.
 MAX_MANIFEST_BYTES = 1 << 20
@@ -132,10 +134,8 @@ def _settings() -> Settings:
     return load_settings()
 
 
-def _jobs_service(settings: Settings):  # noqa: ANN202 - the import is deferred on purpose
-    from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
-
-    return Jobs(settings)
+def _jobs_service(settings: Settings) -> Jobs:
+    return Services(settings).jobs
 
 
 def plan_job(settings: Settings, args: argparse.Namespace, requester: str) -> Launch:

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actions.errors import BadRequest, NotFound
-from actions.evidence.bundle_shelf import BundleShelf
 from bot.render.blocks import Message, mrkdwn, notice
 from bot.slack.job_threads import thread_key
 
 if TYPE_CHECKING:
-    from actions.jobs.service import Jobs
     from actions.settings import Settings
     from actions.state.posts import Post
+    from bot.services import Services
     from bot.slack.poster import SlackPoster
 
 DIAGNOSIS_WORKERS = 1
@@ -31,12 +30,11 @@ Attempt = Callable[[Callable[[], None], Callable[[str], None]], None]
 
 
 class JobDiagnoses:
-    def __init__(self, settings: Settings, jobs: Callable[[], Jobs], poster: SlackPoster, attempt: Attempt) -> None:
-        self.settings = settings
-        self.jobs = jobs
+    def __init__(self, services: Services, poster: SlackPoster, attempt: Attempt) -> None:
+        self.services = services
+        self.settings = services.settings
         self.poster = poster
         self.attempt = attempt
-        self.shelf = BundleShelf.of(settings)
         self._pool = ThreadPoolExecutor(DIAGNOSIS_WORKERS, thread_name_prefix="diagnosis")
 
     def request(self, job: str, channel: str, user: str) -> Message:
@@ -73,9 +71,9 @@ class JobDiagnoses:
         from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
         with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-            collected = collect_job(self.settings, self.jobs(), name, Path(scratch) / "bundle")
-            key = self.shelf.keep(collected, name)
-        kept = self.shelf.find(key)
+            collected = collect_job(self.settings, self.services.jobs, name, Path(scratch) / "bundle")
+            key = self.services.bundle_shelf.keep(collected, name)
+        kept = self.services.bundle_shelf.find(key)
         assert kept is not None  # kept a moment ago, by this process
         post_diagnosis(
             self.poster, channel, thread, diagnose_path(kept, self.settings.bundle_limits()), kept,
@@ -85,7 +83,7 @@ class JobDiagnoses:
     def _name(self, job: str) -> str:
         """The name trainbot knows the job by (a prefix completed), or the word as given (a Ray submission)."""
         try:
-            return self.jobs().store.find(job).name
+            return self.services.jobs.store.find(job).name
         except NotFound:
             return job
 

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from actions.evidence.bundle_shelf import BundleShelf
 from actions.state.posts import Post
 from bot.render.blocks import mrkdwn
 from bot.render.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_messages
 
 if TYPE_CHECKING:
-    from actions.settings import Settings
+    from bot.services import Services
     from bot.slack.acked_work import AckedWork, Work
     from bot.slack.attempts import Attempt
     from bot.slack.poster import SlackPoster
@@ -68,15 +67,14 @@ def post_evidence(poster: SlackPoster, thread: Post, diagnosis: Diagnosis, name:
     poster.upload(thread.channel, text, filename=f"{name}-evidence.txt", title="Evidence", thread=thread)
 
 
-def kept_diagnoses(settings: Settings) -> Load:
-    """The diagnosis of the bundle kept under a key on the settings' shelf, made again; None when it is gone."""
-    shelf = BundleShelf.of(settings)
+def kept_diagnoses(services: Services) -> Load:
+    """The diagnosis of the bundle kept under a key on the services' shelf, made again; None when it is gone."""
 
     def load(key: str) -> Diagnosis | None:
         from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
-        folder = shelf.find(key)
-        return None if folder is None else diagnose_path(folder, settings.bundle_limits())
+        folder = services.bundle_shelf.find(key)
+        return None if folder is None else diagnose_path(folder, services.settings.bundle_limits())
 
     return load
 
