@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
     from actions.alerts.threads import AlertThreads
@@ -35,7 +35,13 @@ class _BuiltOnce(Generic[Service]):
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, services: Services, owner: type | None = None) -> Service:
+    @overload
+    def __get__(self, services: None, owner: type) -> _BuiltOnce[Service]: ...
+    @overload
+    def __get__(self, services: Services, owner: type | None = None) -> Service: ...
+    def __get__(self, services: Services | None, owner: type | None = None) -> Service | _BuiltOnce[Service]:
+        if services is None:  # asked of the class (help(), inspect): the descriptor itself
+            return self
         with services.building:
             if self.name not in services.__dict__:
                 services.__dict__[self.name] = self.build(services)

@@ -1,10 +1,20 @@
-"""bot/incidents.py: an incident is counted, its traceback kept in the log or a report file, its id returned."""
+"""bot/incidents.py: an incident is counted, its traceback kept in the log or a report file, its id returned; the
+web server's 500 is one (the CLI's report is in test_cli, Slack's answer in test_slack_commands)."""
 
 from __future__ import annotations
 
 import logging
+from typing import NoReturn
+from wsgiref.simple_server import make_server
 
+import requests
+
+from actions.promotions.service import Promotions
+from actions.settings import Settings
+from bot.http.metrics import Metrics
+from bot.http.server import in_thread
 from bot.incidents import record_incident
+from bot.web.app import make_app
 
 
 def fail() -> None:
@@ -42,3 +52,21 @@ def test_an_incident_with_a_report_folder_keeps_its_traceback_there_not_in_the_l
     assert text.startswith(f"incident {incident.id} on trainbot jobs\nTraceback")
     assert "the traceback of a bug" in text
     assert caplog.records == []
+
+
+def test_a_route_that_fails_answers_500_naming_the_request_as_its_incident(tmp_path, state_store_url, caplog):
+    class Broken(Promotions):
+        def announce(self, headers: object, body: bytes) -> NoReturn:
+            raise RuntimeError("registry on fire")
+
+    metrics = Metrics()
+    app = make_app(Broken(Settings(data_dir=tmp_path, state_store_url=state_store_url)), metrics=metrics)
+    with in_thread(make_server("127.0.0.1", 0, app)) as url:
+        answer = requests.post(f"{url}/webhooks/mlflow", data=b"{}", timeout=10)
+    request_id = answer.headers["X-Request-Id"]
+    assert (answer.status_code, answer.json()) == (
+        500,
+        {"error": f"trainbot failed on this request; incident {request_id} is in its log"},
+    )
+    assert f'incident {request_id} on "POST /webhooks/mlflow"' in caplog.text and "registry on fire" in caplog.text
+    assert metrics.errors.labels(where="http")._value.get() == 1
