@@ -46,6 +46,10 @@ WAL_ATTEMPTS = 10
 # PostgreSQL's codes for a statement it ended at a timeout, and the class of its connection errors.
 SERVER_TIMEOUTS = {"57014": "statement_timeout", "55P03": "lock_timeout"}
 CONNECTION_EXCEPTION_CLASS = "08"
+# Connections an engine keeps open. One engine serves every service of a process, so there is one for each
+# thread that may hold one at once (waitress's 8, the Slack work pools, the pollers): more would be opened and
+# closed again on every use.
+POOL_SIZE = 20
 # The engine of each state store URL this process opened, while a Database holds it.
 _ENGINES: weakref.WeakValueDictionary[str, Engine] = weakref.WeakValueDictionary()
 _ENGINES_LOCK = threading.Lock()
@@ -153,12 +157,12 @@ def _parse_url(url: str) -> URL:
 
 def _create_engine(url: URL) -> Engine:
     if url.get_backend_name() != "sqlite":
-        engine = create_engine(url)
+        engine = create_engine(url, pool_size=POOL_SIZE)
         event.listen(engine, "handle_error", _unreachable_server)
         return engine
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
+    engine = create_engine(url, pool_size=POOL_SIZE)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
