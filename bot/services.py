@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from actions.jobs.service import Jobs
     from actions.promotions.service import Promotions
     from actions.settings import Settings
+    from actions.state.database import Database
     from actions.state.posts import SlackPosts
     from actions.state.seen_signatures import SeenSignatures
 
@@ -56,6 +57,13 @@ class Services:
         self.building = threading.RLock()
         if promotions is not None:
             self.__dict__["promotions"] = promotions
+
+    @_BuiltOnce
+    def database(self) -> Database:
+        """The state store itself, for its schema revision (`trainbot db`); the services below share its engine."""
+        from actions.state.database import Database  # noqa: PLC0415 - SQLAlchemy loads here
+
+        return Database(self.settings.state_url())
 
     @_BuiltOnce
     def promotions(self) -> Promotions:

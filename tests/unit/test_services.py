@@ -23,6 +23,7 @@ def services(tmp_path: Path, state_store_url: str) -> Services:
 
 
 def test_each_service_is_built_once_and_shared(services):
+    assert services.database is services.database
     assert services.jobs is services.jobs
     assert services.promotions is services.promotions
     assert services.alert_threads is services.alert_threads
@@ -51,6 +52,7 @@ def test_the_state_stores_services_share_one_engine(services):
     engines = {
         id(database.engine)
         for database in (
+            services.database,
             services.jobs.store,
             services.promotions.store,
             services.promotions.events,
