@@ -53,9 +53,9 @@ def diagnose_job(settings: Settings, jobs: Jobs, job: str, shelf: BundleShelf | 
     return JobDiagnosis(job, diagnose_path(kept, limits), KeptBundle(key, kept))
 
 
-def diagnose_kept(settings: Settings, key: str) -> Diagnosis | None:
-    """The diagnosis of the bundle kept under `key` on the settings' shelf, made again; None when it is gone."""
+def diagnose_kept(settings: Settings, shelf: BundleShelf, key: str) -> Diagnosis | None:
+    """The diagnosis of the bundle kept under `key` on `shelf`, made again; None when it is gone."""
     from diagnosers.engine import diagnose_path  # noqa: PLC0415
 
-    folder = BundleShelf.of(settings).find(key)
+    folder = shelf.find(key)
     return None if folder is None else diagnose_path(folder, settings.bundle_limits())

@@ -1,6 +1,9 @@
 """The state store's database: one SQLAlchemy engine over sqlite (state.db in the data directory, shared by the
 bot and the CLI) or PostgreSQL, the types every table uses, and the schema brought up to date by the migrations.
 
+Every Database over one URL in a process shares that URL's engine (one pool, one set of connections), for as long
+as any of them lives.
+
 The types are portable, so both databases behave the same. Rows come back as frozen dataclasses, never ORM
 objects, so nothing holds a connection after a call returns.
 """
@@ -8,7 +11,9 @@ objects, so nothing holds a connection after a call returns.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +45,13 @@ WAL_ATTEMPTS = 10
 # PostgreSQL's codes for a statement it ended at a timeout, and the class of its connection errors.
 SERVER_TIMEOUTS = {"57014": "statement_timeout", "55P03": "lock_timeout"}
 CONNECTION_EXCEPTION_CLASS = "08"
+# Connections an engine keeps open. One engine serves every service of a process, so there is one for each
+# thread that may hold one at once (waitress's 8, the Slack work pools, the pollers): more would be opened and
+# closed again on every use.
+POOL_SIZE = 20
+# The engine of each state store URL this process opened, while a Database holds it.
+_ENGINES: weakref.WeakValueDictionary[str, Engine] = weakref.WeakValueDictionary()
+_ENGINES_LOCK = threading.Lock()
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -70,14 +82,16 @@ INSERTS: dict[str, Callable[[Table], sqlite.Insert | postgresql.Insert]] = {
 
 
 class Database:
-    """One engine over the state store URL; its tables are in actions/state/tables.py (the migrations make them)."""
+    """The state store URL's engine (one per URL in the process); its tables are in actions/state/tables.py
+    (the migrations make them)."""
 
     def __init__(self, url: str) -> None:
-        self.engine = _create_engine(_parse_url(url))
+        self.engine = shared_engine(url)
         # The dialect's INSERT, which has ON CONFLICT DO NOTHING.
         self._insert = INSERTS[self.engine.dialect.name]
 
     def close(self) -> None:
+        """Close the engine's pooled connections (every Database over this URL opens new ones when next used)."""
         self.engine.dispose()
 
     def insert_new(
@@ -113,6 +127,15 @@ def check_lengths(table: Table, values: Mapping[str, Any]) -> None:
             )
 
 
+def shared_engine(url: str) -> Engine:
+    """The process's engine over `url`: made on first use, shared by every Database over the same URL."""
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(url)
+        if engine is None:
+            engine = _ENGINES[url] = _create_engine(_parse_url(url))
+        return engine
+
+
 def _parse_url(url: str) -> URL:
     try:
         parsed = make_url(url)
@@ -132,12 +155,12 @@ def _parse_url(url: str) -> URL:
 
 def _create_engine(url: URL) -> Engine:
     if url.get_backend_name() != "sqlite":
-        engine = create_engine(url)
+        engine = create_engine(url, pool_size=POOL_SIZE)
         event.listen(engine, "handle_error", _unreachable_server)
         return engine
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
+    engine = create_engine(url, pool_size=POOL_SIZE)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 

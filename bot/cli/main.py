@@ -32,6 +32,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from actions.settings import load_settings  # noqa: PLC0415
     from bot.http.server import Limits  # noqa: PLC0415
+    from bot.services import Services  # noqa: PLC0415
     from bot.web.app import serve_everything  # noqa: PLC0415
 
     settings = load_settings()
@@ -40,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
     chosen = {"read_timeout_s": args.read_timeout, "grace_s": args.grace}
     limits = Limits(**{name: value for name, value in chosen.items() if value is not None})
     try:
-        undone = serve_everything(settings, args.host, args.port, limits, socket_mode=args.socket_mode)
+        undone = serve_everything(Services(settings), args.host, args.port, limits, socket_mode=args.socket_mode)
     except OSError as error:
         raise BadRequest(f"cannot serve on {args.host}:{args.port} ({error.strerror}); pick another --port") from None
     if undone:
@@ -132,19 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception:
-        return _unexpected()
+        return _unexpected(args.command)
 
 
-def _unexpected() -> int:
-    """Keep the traceback in an incident report and show its id, never the traceback itself."""
-    import traceback  # noqa: PLC0415
-    import uuid  # noqa: PLC0415
+def _unexpected(command: str) -> int:
+    """Keep the traceback in an incident report (0600: main's umask) and show its id, never the traceback itself."""
+    from bot.incidents import record_incident  # noqa: PLC0415
 
-    incident = uuid.uuid4().hex[:12]
-    report = _incident_dir() / f"incident-{incident}.log"
-    report.write_text(traceback.format_exc(), encoding="utf-8")  # 0600: main's umask
+    incident = record_incident(f"trainbot {command}", report_dir=_incident_dir().resolve())
     print(
-        f"trainbot: unexpected error, incident {incident}; details in {report.resolve()}. Please report it.",
+        f"trainbot: unexpected error, incident {incident.id}; details in {incident.report}. Please report it.",
         file=sys.stderr,
     )
     return 1

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from bot.commands.jobs import add_output_option, print_document
+from bot.services import Services
 
 if TYPE_CHECKING:
     from actions.state.database import Database
@@ -46,6 +47,5 @@ def _current(args: argparse.Namespace) -> int:
 
 def _database() -> Database:
     from actions.settings import load_settings  # noqa: PLC0415
-    from actions.state.database import Database  # noqa: PLC0415
 
-    return Database(load_settings().state_url())
+    return Services(load_settings()).database

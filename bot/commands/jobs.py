@@ -19,6 +19,7 @@ from actions.errors import BadRequest
 from actions.jobs.backends import BACKEND_NAMES
 from actions.settings import Settings, load_settings
 from bot.commands.verbs import Verb, add_verbs
+from bot.services import Services
 
 if TYPE_CHECKING:
     from actions.jobs.requests import LaunchRequest
@@ -138,9 +139,7 @@ def _settings() -> Settings:
 
 
 def jobs_service(settings: Settings) -> Jobs:
-    from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load only when used
-
-    return Jobs(settings)
+    return Services(settings).jobs
 
 
 def launch_request(args: argparse.Namespace, requester: str) -> LaunchRequest:

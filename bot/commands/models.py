@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bot.commands.jobs import add_output_option, print_document
+from bot.services import Services
 
 if TYPE_CHECKING:
     from actions.promotions.service import Promotions
     from actions.promotions.store import PromotionEvent, PromotionRequest
-    from actions.settings import Settings
 
 
 def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -90,14 +90,11 @@ def _version(text: str) -> int:
     return int(text)
 
 
-def promotions_service(settings: Settings | None = None) -> Promotions:
-    """The promotions of the configured store and registry, with unfinished alias moves finished."""
-    from actions.promotions.service import Promotions  # noqa: PLC0415 - SQLAlchemy and MLflow load only when used
+def promotions_service() -> Promotions:
+    """The promotions of the configured store and registry (bot/services.py builds them)."""
     from actions.settings import load_settings  # noqa: PLC0415
 
-    promotions = Promotions(settings or load_settings())
-    promotions.resume()
-    return promotions
+    return Services(load_settings()).promotions
 
 
 def _actor(args: argparse.Namespace):  # noqa: ANN202 - the import is deferred on purpose

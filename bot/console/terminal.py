@@ -36,6 +36,7 @@ from bot.console.local_slack import (
 from bot.console.view import ConsoleView
 from bot.http.server import serving_locally
 from bot.render.blocks import SLACK_USER
+from bot.services import Services
 from bot.web.app import start_everything
 
 CHANNEL = "C0CONSOLE"
@@ -239,7 +240,7 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
     )
     with local_slack() as slack:
         bot_settings = console_settings(settings, slack)
-        app, _ = start_everything(bot_settings)
+        app, _ = start_everything(Services(bot_settings))
         with serving_locally(app) as url:
             console = Console(slack, f"{url}/slack/events", bot_settings.slack_signing_secret.get_secret_value(),
                               user, out, bot_settings.data_dir / "console-files")  # fmt: skip

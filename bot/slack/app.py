@@ -21,8 +21,6 @@ from slack_sdk import WebClient
 from slack_sdk.webhook import WebhookClient
 
 from actions.errors import Unavailable
-from actions.state.posts import SlackPosts
-from actions.state.seen_signatures import SeenSignatures
 from bot.commands.grammar import Slash
 from bot.http.metrics import Metrics
 from bot.render.blocks import Message, mrkdwn, render
@@ -44,8 +42,7 @@ from bot.slack.user_groups import UserGroups
 
 if TYPE_CHECKING:
     from actions.jobs.service import Jobs
-    from actions.promotions.service import Promotions
-    from actions.settings import Settings
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +62,11 @@ class SlackBot:
     work: AckedWork
 
 
-def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics | None = None) -> SlackBot:
+def build_slack_app(services: Services, metrics: Metrics | None = None) -> SlackBot:
+    """The Bolt app over `services`, every listener registered (posters and watchers start elsewhere)."""
+    settings = services.settings
     metrics = metrics or Metrics()
-    seen = SeenSignatures(settings.state_url())
-    seen.create_schema()
-    work = AckedWork(settings.slack_workers, settings.slack_backend_workers, first_delivery(seen))
+    work = AckedWork(settings.slack_workers, settings.slack_backend_workers, first_delivery(services.seen_signatures))
     metrics.watch_queue(work.waiting)
     token = settings.slack_bot_token.get_secret_value()
     try:
@@ -86,19 +83,20 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
             f"Slack at {settings.slack_api_url} did not accept SLACK_BOT_TOKEN ({error}); "
             "check the token, and TRAINBOT_SLACK_API_URL if a proxy stands between"
         ) from None
-    posts = SlackPosts(settings.state_url())
-    posts.create_schema()
-    poster = SlackPoster(app.client, posts)
+    poster = SlackPoster(app.client, services.slack_posts)
     groups = UserGroups(app.client)
     authorization = Authorization(settings.slack_commands)
 
     def authorize(verb: str, slash: Slash) -> None:
         authorization.check(verb, slash.user, slash.channel, groups.of)
 
-    desk = PromotionDesk(poster, promotions, groups)
-    jobs = _shared_jobs(settings)
+    desk = PromotionDesk(poster, services.promotions, groups)
+
+    def jobs() -> Jobs:  # on first use: SQLAlchemy and the backends load then
+        return services.jobs
+
     attempt = functools.partial(attempt_work, on_incident=lambda: metrics.incident("slack"))
-    diagnoses = JobDiagnoses(settings, jobs, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
+    diagnoses = JobDiagnoses(services, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
     train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
     train_answer = _answering(lambda slash: answer_train(slash, train), attempt)
@@ -112,21 +110,9 @@ def build_slack_app(settings: Settings, promotions: Promotions, metrics: Metrics
     app.action(re.compile(f"^{OFFER_ACTION}"))(work.listener(_offer_taken(desk, attempt), lane=always(MLFLOW)))
     diagnose_clicked = _diagnose_clicked(diagnoses, authorize, attempt)
     app.action(DIAGNOSE_ACTION)(work.listener(diagnose_clicked, lane=always(DIAGNOSIS)))
-    register_diagnosis_actions(app, work, poster, kept_diagnoses(settings), attempt)
-    register_alert_actions(app, work, settings, poster, attempt)
+    register_diagnosis_actions(app, work, poster, kept_diagnoses(services), attempt)
+    register_alert_actions(app, work, services, poster, attempt)
     return SlackBot(app, poster, train, work)
-
-
-def _shared_jobs(settings: Settings) -> Callable[[], Jobs]:
-    """One Jobs service for the whole bot, made on first use (its engine and backends are reused)."""
-
-    @functools.cache
-    def jobs() -> Jobs:
-        from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy and backends load on first use
-
-        return Jobs(settings)
-
-    return jobs
 
 
 def _answering(answer: Callable[[Slash], Message], attempt: Attempt) -> Work:

@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import logging
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from actions.errors import ActionError
+from bot.incidents import record_incident
 from bot.render.blocks import mrkdwn
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
-
-log = logging.getLogger(__name__)
 
 # attempt_work with the incident counter bound: (work, tell, context).
 Attempt = Callable[[Callable[[], None], Callable[[str], None], dict[str, Any]], None]
@@ -34,7 +31,5 @@ def attempt_work(
     except ActionError as error:
         tell(str(error))
     except Exception:
-        incident = uuid.uuid4().hex[:12]
-        on_incident()
-        log.exception("incident %s on %s", incident, context.get("command") or context.get("type"))
-        tell(f"trainbot failed on this; incident {incident} is in its log")
+        incident = record_incident(str(context.get("command") or context.get("type")), count=on_incident)
+        tell(f"trainbot failed on this; incident {incident.id} is in its log")

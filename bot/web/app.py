@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from actions.errors import ActionError, BadRequest, Unauthorized, Unavailable
 from bot.http.metrics import Metrics
 from bot.http.server import NO_WORK, BodyRefused, Limits, escaped, json_answer, log_answer, serve
+from bot.incidents import record_incident
 from bot.web.alertmanager_webhook import request_notification
 from bot.web.mlflow_webhook import request_delivery
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from actions.alerts.threads import AlertThreads
     from actions.promotions.service import Promotions
-    from actions.settings import Settings
+    from bot.services import Services
     from bot.slack.app import SlackBot
 
 log = logging.getLogger(__name__)
@@ -117,8 +118,7 @@ def make_app(
             body = app(environ, recording)
         except Exception:
             # Any route's or Bolt's failure: its traceback in the log under the request's id, never to the client.
-            metrics.incident("http")
-            log.exception("incident %s on %s", request_id, _escaped_path(environ))
+            record_incident(_escaped_path(environ), count=lambda: metrics.incident("http"), incident_id=request_id)
             incident = {"error": f"trainbot failed on this request; incident {request_id} is in its log"}
             body = json_answer(recording, 500, incident)
         status = statuses[-1] if statuses else "none"
@@ -145,11 +145,11 @@ def _escaped_path(environ: WSGIEnvironment) -> str:
     return escaped(f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}")
 
 
-def serve_everything(settings: Settings, host: str, port: int, limits: Limits, socket_mode: bool = False) -> int:
+def serve_everything(services: Services, host: str, port: int, limits: Limits, socket_mode: bool = False) -> int:
     """`trainbot serve`: promotions' and Alertmanager's webhooks always; Slack (and its posters) once configured,
     over HTTP or, with `socket_mode`, over Socket Mode. Until SIGTERM; the acked Slack work left undone then."""
     metrics = Metrics()
-    app, bot = start_everything(settings, socket_mode, metrics)
+    app, bot = start_everything(services, socket_mode, metrics)
     # The start-up heap (Bolt, SQLAlchemy, Alembic, the Kubernetes client...) lives as long as the process: out
     # of the collector's reach, a full collection scans what requests made, not 55 ms of modules, which
     # otherwise stalled every thread twice a run of bench/ack_latency.py. Start-up's garbage goes first.
@@ -159,27 +159,24 @@ def serve_everything(settings: Settings, host: str, port: int, limits: Limits, s
 
 
 def start_everything(
-    settings: Settings, socket_mode: bool = False, metrics: Metrics | None = None
+    services: Services, socket_mode: bool = False, metrics: Metrics | None = None
 ) -> tuple[WSGIApplication, SlackBot | None]:
     """The WSGI app of every endpoint, with the Slack bot and its background threads started when Slack is
     configured; the bot too, for the console."""
-    from actions.alerts.threads import AlertThreads  # noqa: PLC0415 - SQLAlchemy loads here
-    from bot.commands.models import promotions_service  # noqa: PLC0415 - MLflow and SQLAlchemy load here
     from bot.web.lease_sweeper import start_lease_sweeper  # noqa: PLC0415
 
+    settings = services.settings
     if socket_mode:
         from bot.slack.socket_mode import check_socket_mode_settings  # noqa: PLC0415
 
         check_socket_mode_settings(settings)
-    promotions = promotions_service(settings)
+    promotions, alerts = services.promotions, services.alert_threads
     start_lease_sweeper(promotions, settings.promotion_sweep_s)
-    alerts = AlertThreads(settings.state_url(), settings.alert_thread_labels)
-    alerts.create_schema()
     metrics = metrics or Metrics()
     if socket_mode:
         from bot.slack.socket_mode import connect_socket_mode  # noqa: PLC0415
 
-        bot = start_slack(settings, promotions, metrics, alerts)
+        bot = start_slack(services, metrics)
         connect_socket_mode(settings, bot, metrics)
         return make_app(promotions, None, metrics, alerts, SLACK_OVER_SOCKET_MODE), bot
     if not (settings.slack_signing_secret.get_secret_value() and settings.slack_bot_token.get_secret_value()):
@@ -189,33 +186,35 @@ def start_everything(
 
     from bot.slack.entry import slack_entry  # noqa: PLC0415
 
-    bot = start_slack(settings, promotions, metrics, alerts)
+    bot = start_slack(services, metrics)
     entry = slack_entry(SlackRequestHandler(bot.app), settings.slack_signing_secret.get_secret_value())
     return make_app(promotions, entry, metrics, alerts), bot
 
 
-def start_slack(settings: Settings, promotions: Promotions, metrics: Metrics, alerts: AlertThreads) -> SlackBot:
+def start_slack(services: Services, metrics: Metrics) -> SlackBot:
     """The Bolt app, with its notice poster, job watcher and alert poster started."""
     from bot.slack.app import build_slack_app  # noqa: PLC0415
     from bot.slack.job_watcher import start_job_watcher  # noqa: PLC0415 - Bolt loads only for Slack
     from bot.slack.notices import start_notice_poster  # noqa: PLC0415
 
-    bot = build_slack_app(settings, promotions, metrics)
+    settings = services.settings
+    bot = build_slack_app(services, metrics)
     if channel := settings.promotions_channel or settings.alerts_channel:
-        start_notice_poster(bot.poster, promotions, channel)
-    start_job_watcher(bot.train.jobs(), bot.train.threads())
-    _start_alert_threads(settings, bot, alerts)
+        start_notice_poster(bot.poster, services.promotions, channel)
+    start_job_watcher(services.jobs, bot.train.threads())
+    _start_alert_threads(services, bot)
     return bot
 
 
-def _start_alert_threads(settings: Settings, bot: SlackBot, alerts: AlertThreads) -> None:
+def _start_alert_threads(services: Services, bot: SlackBot) -> None:
     from bot.slack.alert_poster import AlertPoster, start_alert_poster  # noqa: PLC0415
 
+    settings = services.settings
     if not settings.alerts_channel:
         log.warning("alerts are recorded but not posted: set TRAINBOT_ALERTS_CHANNEL")
         return
     alert_poster = AlertPoster(
-        bot.poster, alerts, settings.alerts_channel, silenceable=bool(settings.alertmanager_url),
+        bot.poster, services.alert_threads, settings.alerts_channel, silenceable=bool(settings.alertmanager_url),
         on_thread_opened=bot.train.diagnoses.into_alert_thread,
     )  # fmt: skip
     start_alert_poster(alert_poster)

@@ -15,6 +15,7 @@ from actions.jobs.job import JobState
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.services import Services
 from bot.slack.app import SlackBot, build_slack_app
 from bot.slack.job_watcher import start_job_watcher
 from bot.web.app import make_app
@@ -49,7 +50,7 @@ def settings(ray_settings: Settings, tmp_path: Path, slack: LocalSlack) -> Setti
 
 @pytest.fixture
 def slack_bot(settings: Settings) -> SlackBot:
-    return build_slack_app(settings, Promotions(settings))
+    return build_slack_app(Services(settings))
 
 
 @pytest.fixture

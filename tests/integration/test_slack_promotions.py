@@ -28,6 +28,7 @@ from bot.console.local_slack import (
     post_signed,
     view_submission_body,
 )
+from bot.services import Services
 from bot.slack.app import REJECT_REASON, build_slack_app
 from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
@@ -82,7 +83,9 @@ def client(settings: Settings) -> MlflowClient:
 @pytest.fixture
 def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
     promotions = Promotions(settings)
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
+    yield from serving_in_thread(
+        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
+    )
 
 
 def ask(bot: str, slack: LocalSlack, text: str) -> Call:

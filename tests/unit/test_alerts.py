@@ -25,6 +25,7 @@ from actions.settings import Settings
 from actions.state.posts import Post, SlackPosts
 from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.http.server import in_thread, serving_locally
+from bot.services import Services
 from bot.slack.alert_poster import POLL_S, AlertPoster, start_alert_poster
 from bot.slack.app import build_slack_app
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
@@ -384,7 +385,9 @@ def test_alert_text_pings_nobody(webhook, threads, slack, settings):
 def test_silence_without_an_alertmanager_tells_only_the_clicker(settings, slack, threads, alertmanager_url, said):
     settings = settings.model_copy(update={"alertmanager_url": alertmanager_url()})
     promotions = Promotions(settings)
-    app = make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app), alerts=threads)
+    app = make_app(
+        promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app), alerts=threads
+    )
     with in_thread(make_server("127.0.0.1", 0, app)) as url:
         deliver(f"{url}/alerts/alertmanager", notification([alert(GPU_HOT, T0)]))
         alert_poster(slack, settings, threads).round()
@@ -448,7 +451,7 @@ def test_trainbot_serve_posts_an_alert_thread_and_says_in_it_why_the_job_has_no_
     """start_everything wires the alert poster to the bot's diagnoses: a job no backend here runs gets a line
     saying so in its thread, not silence."""
     settings = slack_settings(tmp_path, slack, alerts_channel=CHANNEL, state_store_url=state_store_url)
-    app, bot = start_everything(settings)
+    app, bot = start_everything(Services(settings))
     assert bot is not None
     with serving_locally(app) as url:
         deliver(f"{url}/alerts/alertmanager", notification([alert(GPU_HOT, T0)]))

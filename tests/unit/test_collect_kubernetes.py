@@ -410,7 +410,7 @@ def test_diagnose_job_keeps_the_bundle_only_on_a_shelf_and_a_kept_one_is_diagnos
     assert unkept.kept is None
     assert kept.kept is not None
     assert BundleShelf.of(settings).find(kept.kept.key) == kept.kept.folder
-    again = diagnose_kept(settings, kept.kept.key)
+    again = diagnose_kept(settings, BundleShelf.of(settings), kept.kept.key)
     assert again is not None
     assert again.to_dict() == kept.diagnosis.to_dict()
-    assert diagnose_kept(settings, "gone-0000") is None
+    assert diagnose_kept(settings, BundleShelf.of(settings), "gone-0000") is None

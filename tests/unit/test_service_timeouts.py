@@ -26,6 +26,7 @@ from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.local_slack import LocalSlack, post_signed, slash_command_body
 from bot.render.blocks import render
+from bot.services import Services
 from bot.slack.acked_work import AckedWork
 from bot.slack.app import _answering, build_slack_app
 from bot.slack.poster import paced_client
@@ -164,7 +165,7 @@ def test_the_bot_names_a_silent_slack_at_start(tmp_path, silent_port):
     url = f"http://{HOST}:{silent_port}/api/"
     settings = Settings(data_dir=tmp_path, slack_bot_token="xoxb-test", slack_signing_secret=SECRET, slack_api_url=url)
 
-    error = ended_within(10, lambda: build_slack_app(settings, Promotions(settings)))
+    error = ended_within(10, lambda: build_slack_app(Services(settings)))
 
     assert isinstance(error, Unavailable)
     assert str(error).startswith(f"Slack at {url} did not accept SLACK_BOT_TOKEN")
@@ -203,7 +204,7 @@ def test_two_promotions_stuck_on_mlflow_leave_train_help_answering_at_once(tmp_p
         )
         promotions = Promotions(settings)
         for bot in serving_in_thread(
-            make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app))
+            make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
         ):
             for _ in range(2):
                 answer = post_signed(bot, SECRET, slash_command_body(slack, "/model", "promote m 1 staging"))

@@ -11,9 +11,9 @@ import pytest
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from actions.promotions.service import Promotions
 from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
 from bot.console.local_slack import local_slack
+from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.web.app import SLACK_PATH
 from tests.deploy import KUSTOMIZE, REPO, SLACK_MANIFEST, load_yaml
@@ -68,7 +68,7 @@ def registered(tmp_path, monkeypatch) -> dict[str, list]:
         monkeypatch.setattr(App, method, recording)
     with local_slack() as slack:
         settings = slack_settings(tmp_path, slack)
-        build_slack_app(settings, Promotions(settings))
+        build_slack_app(Services(settings))
     return calls
 
 

@@ -35,6 +35,7 @@ from bot.console.local_slack import (
 )
 from bot.http.metrics import Metrics
 from bot.http.server import in_thread
+from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.slack.listeners.train import TRAIN_ANSWERS
 from bot.web.app import make_app
@@ -76,7 +77,9 @@ def promotions(settings: Settings) -> Promotions:
 
 @pytest.fixture
 def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
+    yield from serving_in_thread(
+        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
+    )
 
 
 def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML") -> dict:
@@ -209,7 +212,9 @@ def governed(settings: Settings, slack: LocalSlack) -> Iterator[str]:
         }
     )
     promotions = Promotions(settings)
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
+    yield from serving_in_thread(
+        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
+    )
 
 
 def test_a_dry_run_in_an_allowed_channel_shows_what_would_be_submitted(governed, slack):
@@ -238,7 +243,9 @@ def test_an_unexpected_failure_answers_an_incident_id_and_logs_the_traceback(set
             raise RuntimeError("database on fire")
 
     for bot in serving_in_thread(
-        make_app(Broken(settings), SlackRequestHandler(build_slack_app(settings, Broken(settings)).app))
+        make_app(
+            Broken(settings), SlackRequestHandler(build_slack_app(Services(settings, promotions=Broken(settings))).app)
+        )
     ):
         shown = texts(command(bot, slack, "/model", "requests"))
     assert shown.startswith(":warning: trainbot failed on this; incident ")
@@ -293,7 +300,7 @@ def test_a_token_slack_refuses_or_an_unreachable_slack_is_one_clear_error(settin
     with pytest.raises(
         Unavailable, match=r"did not accept SLACK_BOT_TOKEN .*check the token, and TRAINBOT_SLACK_API_URL"
     ):
-        build_slack_app(closed, promotions)
+        build_slack_app(Services(closed, promotions=promotions))
 
 
 def serve_env(slack: LocalSlack, data_dir: Path, **more: str) -> dict[str, str]:
@@ -325,7 +332,9 @@ def test_metrics_count_requests_ack_latency_errors_and_the_queue(settings, slack
 
     metrics = Metrics()
     broken = Broken(settings)
-    app = make_app(broken, SlackRequestHandler(build_slack_app(settings, broken, metrics).app), metrics)
+    app = make_app(
+        broken, SlackRequestHandler(build_slack_app(Services(settings, promotions=broken), metrics).app), metrics
+    )
     for bot in serving_in_thread(app):
         command(bot, slack, "/train", "help")
         command(bot, slack, "/model", "requests")

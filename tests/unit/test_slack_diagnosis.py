@@ -17,6 +17,7 @@ from actions.state.posts import Post, SlackPosts
 from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
 from bot.render.blocks import notice
 from bot.render.charts import diagnosis_chart
+from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.slack.listeners.diagnosis import GONE, post_diagnosis
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
@@ -35,7 +36,7 @@ settings = test_slack_commands.settings
 @pytest.fixture
 def bot(settings: Settings) -> Iterator[str]:
     promotions = Promotions(settings)
-    slack_bot = build_slack_app(settings, promotions)
+    slack_bot = build_slack_app(Services(settings, promotions=promotions))
     yield from serving_in_thread(make_app(promotions, SlackRequestHandler(slack_bot.app)))
     # Closed now rather than when collected, which could touch this test's folder during a later test.
     slack_bot.poster.posts.close()

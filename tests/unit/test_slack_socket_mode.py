@@ -14,7 +14,6 @@ from pydantic import SecretStr
 from slack_bolt.adapter.socket_mode.builtin import SocketModeHandler
 
 from actions.errors import Unavailable
-from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.local_slack import (
     APP_TOKEN,
@@ -25,6 +24,7 @@ from bot.console.local_slack import (
     slash_command_fields,
 )
 from bot.http.metrics import Metrics
+from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.slack.socket_mode import connect_socket_mode
 from tests.local_socket_mode import LocalSocketMode
@@ -60,7 +60,7 @@ def metrics() -> Metrics:
 
 
 def connected(settings: Settings, metrics: Metrics) -> Iterator[SocketModeHandler]:
-    handler = connect_socket_mode(settings, build_slack_app(settings, Promotions(settings), metrics), metrics)
+    handler = connect_socket_mode(settings, build_slack_app(Services(settings), metrics), metrics)
     try:
         yield handler
     finally:

@@ -254,10 +254,13 @@ def test_a_watcher_that_lost_the_race_reports_nothing(state_store_url, store):
     early, late = open_store(state_store_url), open_store(state_store_url)
     running = JobStatus("train-a", JobState.RUNNING)
     early_results = []
+    updates = []
 
+    # The engine is early's too (one per URL in a process): only the first UPDATE, late's, lets early in.
     @event.listens_for(late.engine, "before_cursor_execute")
     def early_records_first(conn, cursor, statement, *_):
-        if statement.startswith("UPDATE jobs") and not early_results:
+        if statement.startswith("UPDATE jobs") and not updates:
+            updates.append(statement)
             early_results.append(early.record_status(running))
 
     assert late.record_status(running) is None
@@ -268,12 +271,14 @@ def test_a_watcher_that_lost_the_race_reports_nothing(state_store_url, store):
 def test_a_watcher_that_lost_the_race_to_another_state_still_records_its_own(state_store_url, store):
     launched(store, "train-a")
     early, late = open_store(state_store_url), open_store(state_store_url)
-    recorded_first = []
+    updates = []
 
+    # The engine is early's too (one per URL in a process): only the first UPDATE, late's, lets early in.
     @event.listens_for(late.engine, "before_cursor_execute")
     def early_records_first(conn, cursor, statement, *_):
-        if statement.startswith("UPDATE jobs") and not recorded_first:
-            recorded_first.append(early.record_status(JobStatus("train-a", JobState.RUNNING)))
+        if statement.startswith("UPDATE jobs") and not updates:
+            updates.append(statement)
+            early.record_status(JobStatus("train-a", JobState.RUNNING))
 
     transition = late.record_status(JobStatus("train-a", JobState.SUCCEEDED))
     assert transition is not None

@@ -11,14 +11,14 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from actions.alerts.silences import silence_thread
-from actions.alerts.threads import AlertThreads
 from bot.render.alert_messages import silenced_note, thread_parent
 from bot.render.blocks import mrkdwn
 from bot.slack.alert_poster import post_key
 from bot.slack.lanes import ALERTMANAGER, always
 
 if TYPE_CHECKING:
-    from actions.settings import Settings
+    from actions.alerts.threads import AlertThreads
+    from bot.services import Services
     from bot.slack.acked_work import AckedWork, Work
     from bot.slack.attempts import Attempt
     from bot.slack.poster import SlackPoster
@@ -28,11 +28,9 @@ SILENCE_FOR = timedelta(hours=2)
 
 
 def register_alert_actions(
-    app: App, work: AckedWork, settings: Settings, poster: SlackPoster, attempt: Attempt
+    app: App, work: AckedWork, services: Services, poster: SlackPoster, attempt: Attempt
 ) -> None:
-    threads = AlertThreads(settings.state_url(), settings.alert_thread_labels)
-    threads.create_schema()
-    silence_clicked = _silence_clicked(threads, settings.alertmanager_url, poster, attempt)
+    silence_clicked = _silence_clicked(services.alert_threads, services.settings.alertmanager_url, poster, attempt)
     app.action(SILENCE_ACTION)(work.listener(silence_clicked, lane=always(ALERTMANAGER)))
 
 

@@ -13,15 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from actions.errors import BadRequest
-from actions.evidence.bundle_shelf import BundleShelf
 from actions.jobs.backends import KUBERAY
 from bot.render.blocks import Message, mrkdwn, notice
 from bot.slack.job_threads import thread_key
 
 if TYPE_CHECKING:
-    from actions.jobs.service import Jobs
     from actions.settings import Settings
     from actions.state.posts import Post
+    from bot.services import Services
     from bot.slack.poster import SlackPoster
 
 DIAGNOSIS_WORKERS = 1
@@ -30,12 +29,11 @@ Attempt = Callable[[Callable[[], None], Callable[[str], None]], None]
 
 
 class JobDiagnoses:
-    def __init__(self, settings: Settings, jobs: Callable[[], Jobs], poster: SlackPoster, attempt: Attempt) -> None:
-        self.settings = settings
-        self.jobs = jobs
+    def __init__(self, services: Services, poster: SlackPoster, attempt: Attempt) -> None:
+        self.services = services
+        self.settings = services.settings
         self.poster = poster
         self.attempt = attempt
-        self.shelf = BundleShelf.of(settings)
         self._pool = ThreadPoolExecutor(DIAGNOSIS_WORKERS, thread_name_prefix="diagnosis")
 
     def request(self, job: str, channel: str, user: str) -> Message:
@@ -44,7 +42,7 @@ class JobDiagnoses:
 
         if is_bundle_path(job):  # a path on the bot's machine is not for Slack users to read
             raise BadRequest(f"{job}: name a job here; for a bundle file run `trainbot diagnose {job}` in a terminal")
-        name = self.jobs().name_of(job)
+        name = self.services.jobs.name_of(job)
         thread = self.poster.find(thread_key(name))
 
         def tell(text: str) -> None:
@@ -70,7 +68,7 @@ class JobDiagnoses:
         from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415 - collectors load on first use
         from bot.slack.listeners.diagnosis import post_diagnosis  # noqa: PLC0415 - matplotlib loads on first use
 
-        diagnosed = diagnose_job(self.settings, self.jobs(), name, self.shelf)
+        diagnosed = diagnose_job(self.settings, self.services.jobs, name, self.services.bundle_shelf)
         kept = diagnosed.kept
         assert kept is not None  # diagnosed with a shelf
         post_diagnosis(

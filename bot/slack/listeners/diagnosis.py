@@ -19,7 +19,7 @@ from bot.render.blocks import mrkdwn
 from bot.render.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_messages
 
 if TYPE_CHECKING:
-    from actions.settings import Settings
+    from bot.services import Services
     from bot.slack.acked_work import AckedWork, Work
     from bot.slack.attempts import Attempt
     from bot.slack.poster import SlackPoster
@@ -67,13 +67,13 @@ def post_evidence(poster: SlackPoster, thread: Post, diagnosis: Diagnosis, name:
     poster.upload(thread.channel, text, filename=f"{name}-evidence.txt", title="Evidence", thread=thread)
 
 
-def kept_diagnoses(settings: Settings) -> Load:
-    """The diagnosis of the bundle kept under a key on the settings' shelf, made again; None when it is gone."""
+def kept_diagnoses(services: Services) -> Load:
+    """The diagnosis of the bundle kept under a key on the services' shelf, made again; None when it is gone."""
 
     def load(key: str) -> Diagnosis | None:
         from actions.evidence.diagnosing import diagnose_kept  # noqa: PLC0415 - the rules load on first use
 
-        return diagnose_kept(settings, key)
+        return diagnose_kept(services.settings, services.bundle_shelf, key)
 
     return load
 
