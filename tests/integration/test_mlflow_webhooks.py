@@ -24,7 +24,8 @@ from actions.promotions.policy import Actor
 from actions.promotions.registry_events import Notice, NoticeKind, RegistryEvents
 from actions.promotions.service import Promotions
 from actions.settings import Settings
-from tests.integration.cli import TRAINBOT, trainbot
+from tests.integration.cli import trainbot
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
 
 pytestmark = pytest.mark.integration

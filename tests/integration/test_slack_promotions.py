@@ -20,20 +20,14 @@ from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionState
 from actions.settings import Settings
 from actions.state.posts import SlackPosts
-from bot.console.local_slack import (
-    Call,
-    LocalSlack,
-    button_click_body,
-    local_slack,
-    post_signed,
-    view_submission_body,
-)
+from bot.console.local_slack import Call, button_click_body, post_signed, view_submission_body
 from bot.slack.app import REJECT_REASON, build_slack_app
 from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
 from bot.web.app import make_app
 from tests.integration.test_promotions import alias, register
 from tests.processes import free_port
+from tests.slack_standin import SlackStandIn, slack_standin
 from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
 
 pytestmark = pytest.mark.integration
@@ -48,15 +42,15 @@ POLICY = {
 
 
 @pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as stand_in:
+def slack() -> Iterator[SlackStandIn]:
+    with slack_standin() as stand_in:
         stand_in.usergroups = {"S0MLLEADS": [DAVE]}
         yield stand_in
     assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
     return Settings(
         data_dir=tmp_path,
         state_store_url=state_store_url,
@@ -85,14 +79,14 @@ def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
     yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
 
 
-def ask(bot: str, slack: LocalSlack, text: str) -> Call:
+def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
     """alice asks with `/model TEXT`; the request's post in the channel."""
     reply = command(bot, slack, "/model", text, user=ALICE)
     assert texts(reply).startswith("Asked: pr-"), reply
     return slack.wait_for("chat.postMessage")[-1]
 
 
-def click(bot: str, slack: LocalSlack, posted: Call, action: str, user: str) -> None:
+def click(bot: str, slack: SlackStandIn, posted: Call, action: str, user: str) -> None:
     request_id = next(
         element["value"]
         for block in posted.params["blocks"]
@@ -103,7 +97,7 @@ def click(bot: str, slack: LocalSlack, posted: Call, action: str, user: str) -> 
     assert answer.status_code == 200
 
 
-def ephemeral_to(slack: LocalSlack, user: str, count: int = 1) -> str:
+def ephemeral_to(slack: SlackStandIn, user: str, count: int = 1) -> str:
     said = [call for call in slack.wait_for("chat.postEphemeral", count) if call.params["user"] == user]
     return said[-1].params["text"]
 

@@ -23,15 +23,16 @@ from actions.alerts.threads import AlertThreads, thread_for
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from actions.state.posts import Post, SlackPosts
-from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.http.server import in_thread, serving_locally
 from bot.slack.alert_poster import POLL_S, AlertPoster, start_alert_poster
 from bot.slack.app import build_slack_app
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
 from bot.web.app import make_app, start_everything
 from tests.alertmanager import alert, notification
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
+from tests.slack_standin import SlackStandIn
 from tests.unit.test_slack_commands import SECRET, serve_env, slack_settings, texts
 
 CHANNEL = "C0ALERTS"
@@ -42,7 +43,7 @@ THREAD = "ml/rayjob=llm-ft"
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
     return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
@@ -65,7 +66,7 @@ def deliver(url: str, body: dict) -> dict:
     return answer.json()
 
 
-def poster_for(slack: LocalSlack, settings: Settings, paced: bool = False) -> SlackPoster:
+def poster_for(slack: SlackStandIn, settings: Settings, paced: bool = False) -> SlackPoster:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     return SlackPoster(
@@ -73,11 +74,11 @@ def poster_for(slack: LocalSlack, settings: Settings, paced: bool = False) -> Sl
     )
 
 
-def alert_poster(slack: LocalSlack, settings: Settings, threads: AlertThreads, **options) -> AlertPoster:
+def alert_poster(slack: SlackStandIn, settings: Settings, threads: AlertThreads, **options) -> AlertPoster:
     return AlertPoster(poster_for(slack, settings), threads, CHANNEL, silenceable=True, **options)
 
 
-def posted(slack: LocalSlack) -> list[Call]:
+def posted(slack: SlackStandIn) -> list[Call]:
     return [call for call in slack.calls if call.method == "chat.postMessage"]
 
 

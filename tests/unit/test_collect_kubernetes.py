@@ -25,6 +25,7 @@ from diagnosers.collect.kubernetes import collect_kubernetes
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import diagnose_path
 from tests.kube_standin import EVENTS, PODS, RAYCLUSTERS, RAYJOBS, ServedStandin
+from tests.paths import EXAMPLES
 
 NAMESPACE = "default"
 JOB = "llm-ft-a1b2c3"
@@ -36,7 +37,6 @@ OOM_TRACEBACK = """Traceback (most recent call last):
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB \
 of which 1.02 GiB is free.
 """
-EXAMPLES = Path(__file__).parents[2] / "examples" / "bundles"
 FAILED_IMAGE_PULL = EXAMPLES / "failed-image-pull"
 FAILED_GPU_OOM = EXAMPLES / "failed-gpu-oom"
 

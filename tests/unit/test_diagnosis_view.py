@@ -20,9 +20,9 @@ from bot.render.diagnosis_view import (
 )
 from bot.render.report import render_text
 from diagnosers.engine import diagnose_path
+from tests.paths import EXAMPLES
 from tests.unit.test_slack_commands import texts
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 BASE = "https://runbooks.example/trainbot/playbooks/"
 HOSTILE = "<!channel> `rm -rf /` & <@U02B>"
 

@@ -24,31 +24,25 @@ from actions.jobs.records import Store
 from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionStore
 from actions.settings import Settings
-from bot.console.local_slack import (
-    Call,
-    LocalSlack,
-    button_click_payload,
-    post_signed,
-    signed_headers,
-    slash_command_body,
-)
+from bot.console.local_slack import Call, button_click_payload, post_signed, signed_headers, slash_command_body
 from bot.http.metrics import Metrics
 from bot.http.server import in_thread
 from bot.slack.app import build_slack_app
 from bot.web.app import make_app
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
+from tests.slack_standin import SlackStandIn
 from tests.unit.test_store import launched
 
 SECRET = "signing-secret-of-the-test-app"
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
+def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
     return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
-def slack_settings(tmp_path: Path, slack: LocalSlack, **overrides: object) -> Settings:
+def slack_settings(tmp_path: Path, slack: SlackStandIn, **overrides: object) -> Settings:
     """Settings of a bot that talks to `slack` and keeps its state in `tmp_path`."""
     return Settings(
         **{
@@ -77,7 +71,9 @@ def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
     yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
 
 
-def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML") -> dict:
+def command(
+    bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
+) -> dict:
     """Send a signed slash command; the bot's reply as it reached the response_url."""
     before = len([call for call in slack.calls if call.method == "response_url"])
     answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user, channel))
@@ -194,7 +190,7 @@ def test_a_manifest_or_a_backend_is_the_terminal_s_business(bot, slack):
 
 
 @pytest.fixture
-def governed(settings: Settings, slack: LocalSlack) -> Iterator[str]:
+def governed(settings: Settings, slack: SlackStandIn) -> Iterator[str]:
     """A bot whose config lets C0ML launch, and lets only U02B and the group S0READERS read logs."""
     slack.usergroups = {"S0READERS": ["U03CAROL"]}
     settings = settings.model_copy(
@@ -290,7 +286,7 @@ def test_a_token_slack_refuses_or_an_unreachable_slack_is_one_clear_error(settin
         build_slack_app(closed, promotions)
 
 
-def serve_env(slack: LocalSlack, data_dir: Path, **more: str) -> dict[str, str]:
+def serve_env(slack: SlackStandIn, data_dir: Path, **more: str) -> dict[str, str]:
     """The environment of a `trainbot serve` that answers Slack through the stand-in (`more`: TRAINBOT_*)."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
     return {
