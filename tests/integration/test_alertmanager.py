@@ -21,8 +21,8 @@ from bot.console.local_slack import Call, button_click_body, post_signed
 from tests.alertmanager import alert, missing_binary, post_alerts, running_alertmanager
 from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
+from tests.slack_bot import SECRET, serve_env, texts
 from tests.slack_standin import SlackStandIn, slack_standin
-from tests.unit.test_slack_commands import SECRET, serve_env, texts
 
 pytestmark = pytest.mark.integration
 

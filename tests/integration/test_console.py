@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from actions.settings import Settings
 from bot.console.terminal import run_console
 from tests.integration.cli import trainbot
-from tests.integration.test_promotions import register
+from tests.model_registry import register
 from tests.processes import free_port
 
 pytestmark = pytest.mark.integration

@@ -20,6 +20,7 @@ from actions.promotions.service import APPLY_LEASE, Promotions
 from actions.promotions.store import PromotionState, now
 from actions.settings import Settings
 from tests.integration.cli import trainbot
+from tests.model_registry import alias, register
 
 pytestmark = pytest.mark.integration
 
@@ -62,21 +63,6 @@ def model(client: MlflowClient, request: pytest.FixtureRequest) -> str:
     for loss in (1.5, 1.2):
         register(client, name, {"val_loss": loss})
     return name
-
-
-def register(client: MlflowClient, model: str, metrics: dict[str, float], finished: bool = True) -> int:
-    experiment = client.get_experiment_by_name("sweeps")
-    run = client.create_run(experiment.experiment_id)
-    for key, value in metrics.items():
-        client.log_metric(run.info.run_id, key, value)
-    if finished:
-        client.set_terminated(run.info.run_id)
-    version = client.create_model_version(model, source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id)
-    return int(version.version)
-
-
-def alias(client: MlflowClient, model: str, target: str) -> int | None:
-    return next((int(v) for name, v in client.get_registered_model(model).aliases.items() if name == target), None)
 
 
 class CountingRegistry(Registry):

@@ -18,8 +18,8 @@ from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.slack.app import SlackBot, build_slack_app
 from bot.slack.job_watcher import start_job_watcher
 from bot.web.app import make_app
+from tests.slack_bot import SECRET, command, serving_in_thread, texts
 from tests.slack_standin import SlackStandIn
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
 
 pytestmark = pytest.mark.integration
 

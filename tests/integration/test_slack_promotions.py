@@ -25,10 +25,10 @@ from bot.slack.app import REJECT_REASON, build_slack_app
 from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
 from bot.web.app import make_app
-from tests.integration.test_promotions import alias, register
+from tests.model_registry import alias, register
 from tests.processes import free_port
+from tests.slack_bot import SECRET, command, serving_in_thread, texts
 from tests.slack_standin import SlackStandIn, slack_standin
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
 
 pytestmark = pytest.mark.integration
 

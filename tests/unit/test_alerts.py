@@ -32,8 +32,8 @@ from bot.web.app import make_app, start_everything
 from tests.alertmanager import alert, notification
 from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
+from tests.slack_bot import SECRET, serve_env, slack_settings, texts
 from tests.slack_standin import SlackStandIn
-from tests.unit.test_slack_commands import SECRET, serve_env, slack_settings, texts
 
 CHANNEL = "C0ALERTS"
 T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)

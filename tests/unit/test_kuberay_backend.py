@@ -11,33 +11,13 @@ import pytest
 
 from actions.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from actions.jobs.backends.kuberay import DELETED_MESSAGE, KubeRayBackend
-from actions.jobs.backends.rayjob import load_manifest
-from actions.jobs.job import JobState, Launch, new_job_name
-from actions.jobs.planning import training_launch
-from actions.jobs.templates import TINY_TRANSFORMER, manifest_template
+from actions.jobs.job import JobState
 from actions.settings import Settings
 from tests.crd_schema import RAYJOB_CRD
 from tests.kube_standin import RAYJOBS, ServedStandin
+from tests.kuberay_launches import RUNNING, TEAM_MANIFEST, launch_of, team_launch
 
 NAMESPACE = "default"
-RUNNING = {"jobStatus": "RUNNING", "jobDeploymentStatus": "Running", "jobId": "raysubmit_1", "rayClusterName": "c"}
-TEAM_MANIFEST = """
-apiVersion: ray.io/v1
-kind: RayJob
-metadata: {name: team-job, labels: {team: vision}}
-spec:
-  entrypoint: python train.py
-  shutdownAfterJobFinishes: false
-  submissionMode: HTTPMode
-  rayClusterSpec:
-    headGroupSpec: {template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.60.0"}]}}}
-    workerGroupSpecs:
-      - groupName: gpu
-        replicas: 1
-        minReplicas: 1
-        maxReplicas: 2
-        template: {spec: {containers: [{name: ray-worker, image: "rayproject/ray:2.60.0"}]}}
-"""
 
 
 @pytest.fixture
@@ -55,24 +35,6 @@ def settings(tmp_path) -> Settings:
 @pytest.fixture
 def backend(standin, settings) -> KubeRayBackend:
     return KubeRayBackend(settings, standin.api_client())
-
-
-def launch_of(workers=2, gpus=0, words=("lr=0.01",)) -> Launch:
-    return training_launch(TINY_TRANSFORMER, TINY_TRANSFORMER.parse_params(list(words)), (workers, gpus), "alice")
-
-
-def team_launch(text: str = TEAM_MANIFEST, argv=()) -> Launch:
-    return Launch(
-        name=new_job_name("team-job"),
-        kind="train",
-        template=manifest_template("team-job"),
-        params={},
-        workers=1,
-        gpus_per_worker=0,
-        requester="bob",
-        argv=list(argv),
-        manifest=load_manifest(text, "team-job.yaml"),
-    )
 
 
 def creates(standin) -> list[kmock.Request]:

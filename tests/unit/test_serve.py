@@ -31,8 +31,8 @@ from bot.console.local_slack import Call, signed_headers, slash_command_body
 from tests.alertmanager import alert, notification
 from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
+from tests.slack_bot import SECRET, serve_env
 from tests.slack_standin import SlackStandIn, slack_standin
-from tests.unit.test_slack_commands import SECRET, serve_env
 
 MLFLOW_SECRET = "mlflow-webhook-secret-of-the-served-app"
 READ_TIMEOUT_S = 1

@@ -31,8 +31,8 @@ from bot.slack.app import _answering, build_slack_app
 from bot.slack.poster import paced_client
 from bot.web.app import make_app
 from tests.silent_server import HOST, silent_server
+from tests.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
 from tests.slack_standin import SlackStandIn
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, slack_settings, texts
 
 STAGING = {"targets": {"staging": {"approvers": ["U02B"]}}}
 

@@ -16,8 +16,8 @@ from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
 from bot.slack.app import build_slack_app
 from bot.web.app import SLACK_PATH
 from tests.deploy import KUSTOMIZE, REPO, SLACK_MANIFEST, load_yaml
+from tests.slack_bot import slack_settings
 from tests.slack_standin import slack_standin
-from tests.unit.test_slack_commands import slack_settings
 
 # Bolt's registration methods, by what each needs in the app's manifest.
 COMMANDS = ("command",)

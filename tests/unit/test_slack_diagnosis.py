@@ -22,10 +22,11 @@ from bot.slack.listeners.diagnosis import GONE, post_diagnosis
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
 from bot.web.app import make_app
 from diagnosers.engine import diagnose_path
+from tests.hostile_bundle import hostile_bundle
+from tests.paths import EXAMPLES
+from tests.slack_bot import SECRET, serving_in_thread, texts
 from tests.slack_standin import SlackStandIn
 from tests.unit import test_slack_commands
-from tests.unit.test_diagnosis_view import EXAMPLES, hostile_bundle
-from tests.unit.test_slack_commands import SECRET, serving_in_thread, texts
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
 

@@ -23,8 +23,8 @@ from bot.slack.socket_mode import connect_socket_mode
 from tests.local_socket_mode import LocalSocketMode
 from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
+from tests.slack_bot import slack_settings, texts
 from tests.slack_standin import APP_TOKEN, SlackStandIn, slack_standin
-from tests.unit.test_slack_commands import slack_settings, texts
 
 # Slack waits this long for an ack before it tells the person the command failed.
 ACK_LIMIT_S = 3.0

@@ -19,8 +19,8 @@ from bot.render.blocks import Message
 from bot.slack.authorization import Authorization
 from bot.slack.listeners.train import TrainDesk, answer_train
 from tests.kube_standin import ServedStandin
+from tests.kuberay_launches import RUNNING, launch_of, team_launch
 from tests.slack_standin import SlackStandIn
-from tests.unit.test_kuberay_backend import RUNNING, launch_of, team_launch
 
 MAY_LAUNCH = {"launch": {"channels": ["C0ML"]}}
 

@@ -7,7 +7,7 @@ import pytest
 
 from actions.jobs.job import JobState, JobStatus
 from actions.jobs.watcher import poll_changes, watch
-from tests.unit.test_store import launched, open_store
+from tests.job_records import launched, open_store
 
 PENDING, RUNNING, SUCCEEDED, FAILED = JobState.PENDING, JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED
 
