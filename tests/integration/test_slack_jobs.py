@@ -29,7 +29,7 @@ JOB_S = 240.0
 
 
 @pytest.fixture
-def settings(ray_settings: Settings, tmp_path: Path, slack: SlackStandIn) -> Settings:
+def ray_bot_settings(ray_settings: Settings, tmp_path: Path, slack: SlackStandIn) -> Settings:
     """The session's Ray head and MLflow store; a state store of this test's own."""
     return Settings(
         **{
@@ -49,13 +49,13 @@ def settings(ray_settings: Settings, tmp_path: Path, slack: SlackStandIn) -> Set
 
 
 @pytest.fixture
-def slack_bot(settings: Settings) -> SlackBot:
-    return build_slack_app(settings, Promotions(settings))
+def slack_bot(ray_bot_settings: Settings) -> SlackBot:
+    return build_slack_app(ray_bot_settings, Promotions(ray_bot_settings))
 
 
 @pytest.fixture
-def bot(settings: Settings, slack_bot: SlackBot) -> Iterator[str]:
-    yield from serving_in_thread(make_app(Promotions(settings), SlackRequestHandler(slack_bot.app)))
+def bot(ray_bot_settings: Settings, slack_bot: SlackBot) -> Iterator[str]:
+    yield from serving_in_thread(make_app(Promotions(ray_bot_settings), SlackRequestHandler(slack_bot.app)))
 
 
 def launched(bot: str, slack: SlackStandIn, text: str) -> tuple[str, Call]:

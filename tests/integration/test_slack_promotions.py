@@ -50,7 +50,8 @@ def slack() -> Iterator[SlackStandIn]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
+def promotion_bot_settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
+    """A Slack bot with the promotion policy and an MLflow registry in the test's folder, on each dialect."""
     return Settings(
         data_dir=tmp_path,
         state_store_url=state_store_url,
@@ -64,9 +65,11 @@ def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Setti
 
 
 @pytest.fixture
-def client(settings: Settings) -> MlflowClient:
-    client = MlflowClient(tracking_uri=settings.tracking_uri(), registry_uri=settings.tracking_uri())
-    client.create_experiment("sweeps", artifact_location=str(settings.data_dir / "artifacts"))
+def client(promotion_bot_settings: Settings) -> MlflowClient:
+    client = MlflowClient(
+        tracking_uri=promotion_bot_settings.tracking_uri(), registry_uri=promotion_bot_settings.tracking_uri()
+    )
+    client.create_experiment("sweeps", artifact_location=str(promotion_bot_settings.data_dir / "artifacts"))
     client.create_registered_model("tiny-transformer")
     for loss in (1.5, 1.2):
         register(client, "tiny-transformer", {"val_loss": loss})
@@ -74,9 +77,11 @@ def client(settings: Settings) -> MlflowClient:
 
 
 @pytest.fixture
-def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
-    promotions = Promotions(settings)
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(build_slack_app(settings, promotions).app)))
+def bot(promotion_bot_settings: Settings, client: MlflowClient) -> Iterator[str]:
+    promotions = Promotions(promotion_bot_settings)
+    yield from serving_in_thread(
+        make_app(promotions, SlackRequestHandler(build_slack_app(promotion_bot_settings, promotions).app))
+    )
 
 
 def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
@@ -139,7 +144,7 @@ def test_a_user_groups_member_approves_where_the_policy_names_the_group(bot, sla
     assert alias(client, "tiny-transformer", "production") == 2
 
 
-def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, settings, client):
+def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, promotion_bot_settings, client):
     posted = ask(bot, slack, "promote tiny-transformer 1 staging")
     click(bot, slack, posted, "promotion_reject", CAROL)
     assert ephemeral_to(slack, CAROL) == "you are not an approver for staging"
@@ -159,7 +164,7 @@ def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, se
     assert "rejected: eval set &lt;!channel&gt; leaked" in texts(edited.params)
     assert "<!channel>" not in json.dumps(edited.params)
     assert buttons(edited) == []
-    assert Promotions(settings).store.get(request_id).state == PromotionState.REJECTED
+    assert Promotions(promotion_bot_settings).store.get(request_id).state == PromotionState.REJECTED
     assert alias(client, "tiny-transformer", "staging") is None
 
 
@@ -180,9 +185,11 @@ def delivery(event: str, **data: str) -> Delivery:
     return Delivery(str(uuid.uuid4()), event, data, datetime.now(UTC))  # as MLflow names its deliveries
 
 
-def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):
-    promotions = Promotions(settings)
-    posts = SlackPosts(settings.state_url())
+def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(
+    bot, slack, promotion_bot_settings
+):
+    promotions = Promotions(promotion_bot_settings)
+    posts = SlackPosts(promotion_bot_settings.state_url())
     posts.create_schema()
     web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
     promotions.events.receive(

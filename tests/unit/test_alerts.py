@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from wsgiref.simple_server import make_server
 
 import pytest
@@ -40,11 +39,6 @@ T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 GPU_HOT = {"alertname": "GPUHot", "namespace": "ml", "rayjob": "llm-ft", "job": "dcgm-exporter", "pod": "llm-ft-w-1"}
 NCCL_STALL = {"alertname": "NCCLStall", "namespace": "ml", "rayjob": "llm-ft", "job": "ray"}
 THREAD = "ml/rayjob=llm-ft"
-
-
-@pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
-    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 @pytest.fixture

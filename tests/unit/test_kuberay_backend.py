@@ -28,13 +28,14 @@ def standin():
 
 
 @pytest.fixture
-def settings(tmp_path) -> Settings:
+def kuberay_settings(tmp_path) -> Settings:
+    """KubeRay's namespace and a finished RayJob's time to live; nothing else set."""
     return Settings(data_dir=tmp_path, namespace=NAMESPACE, ttl_seconds_after_finished=600)
 
 
 @pytest.fixture
-def backend(standin, settings) -> KubeRayBackend:
-    return KubeRayBackend(settings, standin.api_client())
+def backend(standin, kuberay_settings) -> KubeRayBackend:
+    return KubeRayBackend(kuberay_settings, standin.api_client())
 
 
 def creates(standin) -> list[kmock.Request]:
@@ -127,17 +128,17 @@ def test_rejected_credentials_are_unavailable(standin, backend):
         backend.status("any-job")
 
 
-def test_an_unreachable_api_server_is_unavailable(settings):
+def test_an_unreachable_api_server_is_unavailable(kuberay_settings):
     client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9"))
     with pytest.raises(Unavailable, match=r"cannot reach the Kubernetes API server at http://127.0.0.1:9"):
-        KubeRayBackend(settings, client).status("any-job")
+        KubeRayBackend(kuberay_settings, client).status("any-job")
 
 
-def test_no_credentials_at_all_is_unavailable(settings, tmp_path, monkeypatch):
+def test_no_credentials_at_all_is_unavailable(kuberay_settings, tmp_path, monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "none"))
     with pytest.raises(Unavailable, match=r"no Kubernetes credentials .* give it a kubeconfig"):
-        KubeRayBackend(settings).status("any-job")
+        KubeRayBackend(kuberay_settings).status("any-job")
 
 
 # Reading what the operator wrote.
@@ -219,9 +220,9 @@ def test_an_unknown_rayjob_is_not_found(backend):
         backend.status("tiny-transformer-zzzzzz")
 
 
-def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend, settings):
+def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend, kuberay_settings):
     standin.call(standin.api.namespaces.add, "team-a")
-    team_a = KubeRayBackend(settings.model_copy(update={"namespace": "team-a"}), standin.api_client())
+    team_a = KubeRayBackend(kuberay_settings.model_copy(update={"namespace": "team-a"}), standin.api_client())
     launch = team_launch(TEAM_MANIFEST)
     team_a.submit(launch)
     standin.set_status(launch.name, RUNNING, namespace="team-a")

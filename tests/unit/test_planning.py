@@ -15,13 +15,14 @@ from actions.settings import Settings
 
 
 @pytest.fixture
-def settings(tmp_path):
+def default_settings(tmp_path):
+    """The defaults, in the test's folder."""
     return Settings(data_dir=tmp_path)
 
 
-def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
-    first = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
-    second = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(default_settings):
+    first = plan_launch(default_settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+    second = plan_launch(default_settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
     assert first.name != second.name
     assert DNS_1035.match(first.name) and len(first.name) <= MAX_JOB_NAME
     assert first.labels[MANAGED_BY] == "trainbot"
@@ -29,8 +30,8 @@ def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
     assert first.labels["trainbot.dev/requester"] == "U024BE7LH"
 
 
-def test_the_entrypoint_is_the_argv_joined_by_shlex(settings):
-    launch = plan_launch(settings, "tiny-transformer", ["lr=0.01", "strategy=fsdp"], requester="a", workers=4)
+def test_the_entrypoint_is_the_argv_joined_by_shlex(default_settings):
+    launch = plan_launch(default_settings, "tiny-transformer", ["lr=0.01", "strategy=fsdp"], requester="a", workers=4)
     assert shlex.split(launch.entrypoint) == launch.argv
     assert launch.argv[:3] == ["python", "-m", "workloads.tiny_transformer"]
     assert launch.argv[launch.argv.index("--lr") + 1] == "0.01"
@@ -82,10 +83,10 @@ def test_bad_spaces_name_the_parameter(word, message):
         parse_space(TINY_TRANSFORMER, [word])
 
 
-def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
+def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(default_settings):
     options = SweepOptions(trials=10, scheduler="asha")
     launch = plan_sweep(
-        settings, "tiny-transformer", ["lr=loguniform(1e-4,1e-2)"], options, requester="a", backend="local"
+        default_settings, "tiny-transformer", ["lr=loguniform(1e-4,1e-2)"], options, requester="a", backend="local"
     )
     argv = shlex.split(launch.entrypoint)
     assert argv[:3] == ["python", "-m", "workloads.sweep"]
@@ -93,7 +94,7 @@ def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
     assert argv[argv.index("--trials") + 1] == "10"
     assert argv[argv.index("--scheduler") + 1] == "asha"
     assert argv[argv.index("--metric") + 1] == "val_loss"
-    assert argv[argv.index("--tracking-uri") + 1] == settings.tracking_uri()
+    assert argv[argv.index("--tracking-uri") + 1] == default_settings.tracking_uri()
     assert argv[argv.index("--sweep-id") + 1] == launch.name
     assert launch.kind == "sweep"
 
@@ -106,6 +107,6 @@ def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
         (["lr=uniform(0.1,0.2)"], SweepOptions(trials=10), "kuberay", "TRAINBOT_MLFLOW_TRACKING_URI"),
     ],
 )
-def test_sweeps_refuse_what_cannot_run(settings, words, options, backend, message):
+def test_sweeps_refuse_what_cannot_run(default_settings, words, options, backend, message):
     with pytest.raises(BadRequest, match=message):
-        plan_sweep(settings, "tiny-transformer", words, options, requester="a", backend=backend)
+        plan_sweep(default_settings, "tiny-transformer", words, options, requester="a", backend=backend)

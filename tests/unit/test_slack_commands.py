@@ -8,7 +8,6 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import requests
@@ -29,13 +28,8 @@ from bot.web.app import make_app
 from tests.job_records import launched
 from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.slack_bot import SECRET, command, serve_env, serving_in_thread, slack_settings, texts
+from tests.slack_bot import SECRET, command, serve_env, serving_in_thread, texts
 from tests.slack_standin import SlackStandIn
-
-
-@pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
-    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 @pytest.fixture

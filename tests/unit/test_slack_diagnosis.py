@@ -26,12 +26,10 @@ from tests.hostile_bundle import hostile_bundle
 from tests.paths import EXAMPLES
 from tests.slack_bot import SECRET, serving_in_thread, texts
 from tests.slack_standin import SlackStandIn
-from tests.unit import test_slack_commands
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
 
 # Settings that point the bot at the local Slack (tests/conftest.py): the slash commands' fixture.
-settings = test_slack_commands.settings
 
 
 @pytest.fixture

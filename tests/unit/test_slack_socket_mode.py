@@ -43,8 +43,8 @@ def slack() -> Iterator[SlackStandIn]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
-    # No signing secret: over Socket Mode there are no requests to sign.
+def socket_mode_settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+    """A bot with an app-level token and no signing secret: over Socket Mode there are no requests to sign."""
     return slack_settings(tmp_path, slack, slack_signing_secret="", slack_app_token=APP_TOKEN)
 
 
@@ -62,10 +62,10 @@ def connected(settings: Settings, metrics: Metrics) -> Iterator[SocketModeHandle
 
 
 @pytest.fixture
-def socket(settings: Settings, slack: SlackStandIn, metrics: Metrics) -> Iterator[LocalSocketMode]:
+def socket(socket_mode_settings: Settings, slack: SlackStandIn, metrics: Metrics) -> Iterator[LocalSocketMode]:
     """Slack's end of the bot's open Socket Mode connection."""
     assert slack.socket_mode is not None
-    for _ in connected(settings, metrics):
+    for _ in connected(socket_mode_settings, metrics):
         slack.socket_mode.wait_connected()
         yield slack.socket_mode
 
@@ -111,8 +111,8 @@ def test_when_slack_refreshes_the_connection_the_bot_opens_a_new_one_and_goes_on
     [("xapp-1-A0TRAINBOT-1-not-this-one", "invalid_auth"), ("xoxb-test", "not_allowed_token_type")],
     ids=["unknown", "bot-token"],
 )
-def test_an_app_token_slack_refuses_is_one_clear_error(settings, slack, metrics, token, error):
-    refused = settings.model_copy(update={"slack_app_token": SecretStr(token)})
+def test_an_app_token_slack_refuses_is_one_clear_error(socket_mode_settings, slack, metrics, token, error):
+    refused = socket_mode_settings.model_copy(update={"slack_app_token": SecretStr(token)})
     with pytest.raises(Unavailable, match=rf"opened no Socket Mode connection for SLACK_APP_TOKEN \({error}\)"):
         for _ in connected(refused, metrics):
             pass
