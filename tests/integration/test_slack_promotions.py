@@ -26,8 +26,7 @@ from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
 from bot.web.app import make_app
 from tests.model_registry import alias, register
-from tests.processes import free_port
-from tests.slack_bot import SECRET, command, serving_in_thread, texts
+from tests.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
 from tests.slack_standin import SlackStandIn, slack_standin
 
 pytestmark = pytest.mark.integration
@@ -52,15 +51,12 @@ def slack() -> Iterator[SlackStandIn]:
 @pytest.fixture
 def promotion_bot_settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
     """A Slack bot with the promotion policy and an MLflow registry in the test's folder, on each dialect."""
-    return Settings(
-        data_dir=tmp_path,
+    return slack_settings(
+        tmp_path,
+        slack,
         state_store_url=state_store_url,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         promotion=POLICY,
-        slack_bot_token="xoxb-test",
-        slack_signing_secret=SECRET,
-        slack_api_url=slack.api_url,
-        local_dashboard_port=free_port(),
     )
 
 
