@@ -43,9 +43,10 @@ class SlackStandIn(LocalSlack):
                 raise AssertionError(f"{count} {method} call(s) expected within {timeout_s} s; got {self.calls}")
             return found()
 
-    def overflows(self) -> list[Call]:
-        """The calls refused for breaking a Block Kit or message limit (the `slack` fixture fails on any)."""
-        return [call for call in self.calls if call.answer.get("error") in OVERFLOW_ERRORS]
+    def check_within_limits(self) -> None:
+        """Fail the test if Slack refused any call for breaking a Block Kit or message limit."""
+        overflows = [(call.method, call.answer) for call in self.calls if call.answer.get("error") in OVERFLOW_ERRORS]
+        assert not overflows, overflows
 
     def answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
         if method == "apps.connections.open" and method not in self.refusing:

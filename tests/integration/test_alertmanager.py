@@ -43,7 +43,7 @@ def slack(module_state_store_url: str) -> Iterator[SlackStandIn]:
     """One stand-in per dialect: each run of the module reads only its own calls."""
     with slack_standin() as stand_in:
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 class Trainbot:

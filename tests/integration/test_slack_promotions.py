@@ -45,7 +45,7 @@ def slack() -> Iterator[SlackStandIn]:
     with slack_standin() as stand_in:
         stand_in.usergroups = {"S0MLLEADS": [DAVE]}
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ POSTED = Call("chat.postMessage", {"text": "tiny-transformer v3 -> staging"}, {"
 def slack() -> Iterator[SlackStandIn]:
     with slack_standin(socket_mode=True) as stand_in:
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 @pytest.fixture
