@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from actions.promotions.registry import MLFLOW_HTTP_VARIABLES
-from bot.console.local_slack import LocalSlack, local_slack
 from tests.postgres import create_database, private_cluster, server_bin_dir
+from tests.slack_standin import SlackStandIn, slack_standin
 
 # In CI a missing PostgreSQL must fail the run, not skip half the store suite.
 REQUIRE_POSTGRES = os.environ.get("CI") == "true"
@@ -29,12 +29,12 @@ def _mlflow_http_variables() -> Iterator[None]:
 
 
 @pytest.fixture
-def slack() -> Iterator[LocalSlack]:
+def slack() -> Iterator[SlackStandIn]:
     """The local Slack, recording what the bot calls; a test module may override it (user groups, Socket Mode)."""
-    with local_slack() as served:
+    with slack_standin() as served:
         yield served
     # Whatever the test checked, Slack would have refused these: a limit the bot's rendering broke.
-    assert not served.overflows(), [(call.method, call.answer) for call in served.overflows()]
+    served.check_within_limits()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Slack's side of Socket Mode on one machine, for the tests: the WebSocket server whose URL the local Slack's
-apps.connections.open hands out (bot/console/local_slack.py). Each URL carries a ticket good for one connection; on
+apps.connections.open hands out (tests/slack_standin.py). Each URL carries a ticket good for one connection; on
 it the server says `hello`, then sends the envelopes a test gives it, shaped as Slack documents them, and
 records what the app sends back (its acks, `{"envelope_id": ...}`). aiohttp's server speaks the WebSocket
 protocol (and answers the app's pings), on an event loop of its own in a daemon thread.

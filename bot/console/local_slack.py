@@ -1,7 +1,6 @@
-"""Slack on one machine, for the console and the tests: the Web API the bot calls (recorded, answered as
-Slack documents it), the response_url of slash commands, and requests to the bot signed as Slack signs them;
-with `socket_mode=True`, also Socket Mode's WebSocket (tests/local_socket_mode.py), which apps.connections.open
-opens for the app-level token."""
+"""Slack on one machine, for the console: the Web API the bot calls (recorded, answered as Slack documents it),
+the response_url of slash commands, and requests to the bot signed as Slack signs them. The tests serve a
+subclass of it (tests/slack_standin.py) that also waits for calls and speaks Socket Mode."""
 
 from __future__ import annotations
 
@@ -10,28 +9,20 @@ import hmac
 import itertools
 import json
 import sys
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import requests
 
 from bot.http.server import in_thread
 from bot.render.slack_limits import slack_refusal
 
-if TYPE_CHECKING:
-    from tests.local_socket_mode import LocalSocketMode
-
-WAIT_S = 15.0
 BOT_USER = "UTRAINBOT"
-# The app-level token apps.connections.open takes (as its bearer), and no other.
-APP_TOKEN = "xapp-1-A0TRAINBOT-1-local"
-OVERFLOW_ERRORS = frozenset({"invalid_blocks", "msg_too_long", "invalid_arguments"})
 
 
 @dataclass(frozen=True)
@@ -54,7 +45,6 @@ class LocalSlack:
         self.refusing: dict[str, str] = {}
         # Methods answered with 429 and this Retry-After (seconds) as many times as listed, as Slack limits.
         self.rate_limits: dict[str, list[int]] = {}
-        self._changed = threading.Condition()
         self._ts = itertools.count(1)
         # Files announced with files.getUploadURLExternal: their names, and their bytes once uploaded.
         self._file_names: dict[str, str] = {}
@@ -62,46 +52,25 @@ class LocalSlack:
         self._file_ids = itertools.count(1)
         # Called with each call as it is recorded (the console prints what the bot posts).
         self.listeners: list[Callable[[Call], None]] = []
-        self.app_token = APP_TOKEN
-        # Socket Mode's side of Slack, when local_slack(socket_mode=True) serves it.
-        self.socket_mode: LocalSocketMode | None = None
 
     def response_url(self) -> str:
         return f"{self.url}/response/{next(self._ts)}"
 
     def record(self, method: str, params: dict[str, Any], token: str = "") -> dict[str, Any]:
         """Answer a call (`token`: the Authorization header's bearer) and keep it."""
-        answer = self._answer(method, params, token)
+        answer = self.answer(method, params, token)
         call = Call(method, params, answer, time.monotonic())
-        with self._changed:
-            self.calls.append(call)
-            self._changed.notify_all()
+        self.calls.append(call)
         for listener in self.listeners:
             listener(call)
         return answer
 
-    def overflows(self) -> list[Call]:
-        """The calls refused for breaking a Block Kit or message limit (the `slack` fixture fails on any)."""
-        return [call for call in self.calls if call.answer.get("error") in OVERFLOW_ERRORS]
-
-    def wait_for(self, method: str, count: int = 1, timeout_s: float = WAIT_S) -> list[Call]:
-        """The calls of `method` once there are `count` of them; fails the test after `timeout_s`."""
-
-        def found() -> list[Call]:
-            return [call for call in self.calls if call.method == method]
-
-        with self._changed:
-            if not self._changed.wait_for(lambda: len(found()) >= count, timeout=timeout_s):
-                raise AssertionError(f"{count} {method} call(s) expected within {timeout_s} s; got {self.calls}")
-            return found()
-
-    def _answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
+    def answer(self, method: str, params: dict[str, Any], token: str) -> dict[str, Any]:
+        """What Slack answers a call of `method` (`token`: the caller's bearer, which a subclass may check)."""
         if method in self.refusing:
             return {"ok": False, "error": self.refusing[method]}
         if (refusal := slack_refusal(method, params)) is not None:
             return refusal
-        if method == "apps.connections.open":
-            return self._connections_open(token)
         ts = f"{time.time():.6f}"
         answers: dict[str, dict[str, Any]] = {
             "auth.test": {
@@ -127,16 +96,6 @@ class LocalSlack:
     def file_bytes(self, file_id: str) -> bytes:
         """What was uploaded for `file_id` (nothing yet: empty)."""
         return self._file_bytes.get(file_id, b"")
-
-    def _connections_open(self, token: str) -> dict[str, Any]:
-        """A WebSocket URL for the app-level token, sent as the bearer; a bot token is the wrong type."""
-        if not token:
-            return {"ok": False, "error": "not_authed"}
-        if token.startswith("xox"):
-            return {"ok": False, "error": "not_allowed_token_type"}
-        if token != self.app_token or self.socket_mode is None:
-            return {"ok": False, "error": "invalid_auth"}
-        return {"ok": True, "url": self.socket_mode.link()}
 
     def upload(self, file_id: str, content: bytes) -> None:
         """The bytes of a file, POSTed to the URL files.getUploadURLExternal gave out."""
@@ -220,16 +179,23 @@ def _form(body: str) -> dict[str, Any]:
     return fields
 
 
-@contextmanager
-def local_slack(socket_mode: bool = False) -> Iterator[LocalSlack]:
-    server = _Server(("127.0.0.1", 0), _Handler)
-    with in_thread(server) as url, ExitStack() as stack:
-        server.slack = LocalSlack(url)
-        if socket_mode:
-            from tests.local_socket_mode import local_socket_mode  # noqa: PLC0415 - aiohttp loads only for it
+SlackT = TypeVar("SlackT", bound=LocalSlack)
 
-            server.slack.socket_mode = stack.enter_context(local_socket_mode())
-        yield server.slack
+
+@contextmanager
+def serving_slack(slack_at: Callable[[str], SlackT]) -> Iterator[SlackT]:
+    """Serve the Slack `slack_at(url)` makes on a free loopback port until the block ends."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    with in_thread(server) as url:
+        server.slack = slack = slack_at(url)
+        yield slack
+
+
+@contextmanager
+def local_slack() -> Iterator[LocalSlack]:
+    """The local Slack, served until the block ends."""
+    with serving_slack(LocalSlack) as slack:
+        yield slack
 
 
 def signed_headers(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-TRAINBOT = Path(sys.executable).with_name("trainbot")
+from tests.paths import TRAINBOT
+
 FINISH_TIMEOUT_S = 300
 
 

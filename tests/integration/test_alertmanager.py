@@ -17,11 +17,12 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from actions.alerts.threads import AlertThread, AlertThreads
-from bot.console.local_slack import Call, LocalSlack, button_click_body, local_slack, post_signed
+from bot.console.local_slack import Call, button_click_body, post_signed
 from tests.alertmanager import alert, missing_binary, post_alerts, running_alertmanager
-from tests.integration.cli import TRAINBOT
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_slack_commands import SECRET, serve_env, texts
+from tests.slack_bot import SECRET, serve_env, texts
+from tests.slack_standin import SlackStandIn, slack_standin
 
 pytestmark = pytest.mark.integration
 
@@ -38,11 +39,11 @@ def alertmanager_installed() -> None:
 
 
 @pytest.fixture(scope="module")
-def slack(module_state_store_url: str) -> Iterator[LocalSlack]:
+def slack(module_state_store_url: str) -> Iterator[SlackStandIn]:
     """One stand-in per dialect: each run of the module reads only its own calls."""
-    with local_slack() as stand_in:
+    with slack_standin() as stand_in:
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 class Trainbot:
@@ -83,7 +84,7 @@ def trainbot(
     tmp_path_factory: pytest.TempPathFactory,
     ports: tuple[int, int],
     alertmanager: str,
-    slack: LocalSlack,
+    slack: SlackStandIn,
     module_state_store_url: str,
 ) -> Iterator[Trainbot]:
     folder = tmp_path_factory.mktemp("trainbot")
@@ -108,7 +109,7 @@ def eventually(find: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T
     return found
 
 
-def parent_of(slack: LocalSlack, title: str) -> Call:
+def parent_of(slack: SlackStandIn, title: str) -> Call:
     def find() -> list[Call]:
         return [
             call
@@ -126,7 +127,7 @@ def the_jobs_diagnosis(call: Call) -> bool:
     return call.params.get("text", "").startswith("No diagnosis of")
 
 
-def replies_to(slack: LocalSlack, parent: Call, count: int) -> list[Call]:
+def replies_to(slack: SlackStandIn, parent: Call, count: int) -> list[Call]:
     """The alert replies in the parent's thread (not the job's diagnosis), once there are `count`."""
 
     def find() -> list[Call]:
@@ -140,7 +141,7 @@ def replies_to(slack: LocalSlack, parent: Call, count: int) -> list[Call]:
     return eventually(find, f"{count} replies to {parent.params['text']!r}")
 
 
-def edits_of(slack: LocalSlack, parent: Call, containing: str) -> Call:
+def edits_of(slack: SlackStandIn, parent: Call, containing: str) -> Call:
     def find() -> list[Call]:
         return [
             call
@@ -230,7 +231,7 @@ def silences(alertmanager: str) -> list[dict]:
     return requests.get(f"{alertmanager}/api/v2/silences", timeout=10).json()
 
 
-def click_silence(trainbot: Trainbot, slack: LocalSlack, parent: Call, user: str) -> None:
+def click_silence(trainbot: Trainbot, slack: SlackStandIn, parent: Call, user: str) -> None:
     value = parent.params["blocks"][-1]["elements"][0]["value"]
     body = button_click_body(slack, "alert_silence", value, user, parent)
     assert post_signed(f"{trainbot.url}/slack/events", SECRET, body).status_code == 200

@@ -28,11 +28,11 @@ from diagnosers.collect.prometheus import collect_prometheus
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import diagnose_path
 from tests import prometheus_server as server
+from tests.paths import EXAMPLES
 from tests.scenarios import START, STEP_S
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 DAY_S = 86_400
 MAX_POINTS = 1000
 

@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from actions.settings import Settings
 from bot.console.terminal import run_console
 from tests.integration.cli import trainbot
-from tests.integration.test_promotions import register
+from tests.model_registry import register
 from tests.processes import free_port
 
 pytestmark = pytest.mark.integration
@@ -52,14 +52,14 @@ def test_the_exit_test_runs_in_the_console_as_written(ray_env, tmp_path):
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
+def console_settings(tmp_path: Path) -> Settings:
     """Embedded defaults in a folder of the test's own; no Ray head answers (none is needed)."""
     return Settings(data_dir=tmp_path, local_dashboard_port=free_port())
 
 
-def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(settings):
-    client = MlflowClient(tracking_uri=settings.tracking_uri(), registry_uri=settings.tracking_uri())
-    client.create_experiment("sweeps", artifact_location=str(settings.data_dir / "artifacts"))
+def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(console_settings):
+    client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
+    client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
     client.create_registered_model("tiny-transformer")
     version = register(client, "tiny-transformer", {"val_loss": 1.5})
     out = io.StringIO()
@@ -74,7 +74,7 @@ def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(settin
         "quit",
         "/model requests",  # never read: the console has left
     ]
-    assert run_console(settings, "alice", script, out) == 0
+    assert run_console(console_settings, "alice", script, out) == 0
     shown = out.getvalue()
     assert "(only you) nobody approves their own request" in shown
     assert "alice> --as bob click Reject\n┌ Reject\n" in shown

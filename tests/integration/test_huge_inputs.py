@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import TRAINBOT
+
 pytestmark = pytest.mark.integration
 
-TRAINBOT = Path(sys.executable).with_name("trainbot")
 TIMEOUT_LINE = (
     "[rank5]:[E ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective operation timeout: "
     "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before timing out."

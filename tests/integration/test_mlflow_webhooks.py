@@ -24,7 +24,8 @@ from actions.promotions.registry_events import Notice, NoticeKind, RegistryEvent
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.web.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from tests.integration.cli import TRAINBOT, trainbot
+from tests.integration.cli import trainbot
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
 
 pytestmark = pytest.mark.integration
@@ -80,7 +81,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, mlflow_url: str, module_state_
 
 
 @pytest.fixture(scope="module")
-def settings(env: dict[str, str]) -> Settings:
+def webhook_settings(env: dict[str, str]) -> Settings:
+    """What the module's `trainbot serve` reads from `env`, with MLflow's webhook secret and the policy."""
     return Settings(
         data_dir=Path(env["TRAINBOT_DATA_DIR"]),
         mlflow_tracking_uri=env["TRAINBOT_MLFLOW_TRACKING_URI"],
@@ -145,22 +147,22 @@ def notices_of(settings: Settings, model: str, count: int) -> list[Notice]:
     return found()
 
 
-def test_a_new_version_is_offered_for_promotion(settings, mlflow_url, model):
+def test_a_new_version_is_offered_for_promotion(webhook_settings, mlflow_url, model):
     version = register_version(mlflow_url, model)
-    [offer] = notices_of(settings, model, 1)
+    [offer] = notices_of(webhook_settings, model, 1)
     assert (offer.kind, offer.version) == (NoticeKind.OFFER, version)
     assert offer.text.endswith(f"To promote it (staging, production): trainbot model promote {model} {version} staging")
 
 
-def test_trainbots_own_move_is_explained_and_a_hand_move_is_out_of_band(settings, mlflow_url, model):
+def test_trainbots_own_move_is_explained_and_a_hand_move_is_out_of_band(webhook_settings, mlflow_url, model):
     first, second = register_version(mlflow_url, model), register_version(mlflow_url, model)
-    promotions = Promotions(settings)
+    promotions = Promotions(webhook_settings)
     request = promotions.request(Actor("U01ALICE"), model, second, "staging")
     assert promotions.approve(Actor("U02B"), request.id).state.value == "approved"
     MlflowClient(mlflow_url).set_registered_model_alias(model, "staging", str(first))  # by hand
     MlflowClient(mlflow_url).delete_registered_model_alias(model, "staging")
 
-    found = notices_of(settings, model, 4)
+    found = notices_of(webhook_settings, model, 4)
     assert sorted((notice.kind.value, str(notice.version)) for notice in found) == [
         ("offer", str(first)),
         ("offer", str(second)),
@@ -190,8 +192,8 @@ def signed(body: str, secret: str = SECRET, at: float | None = None) -> dict[str
 CREATED = json.dumps({"entity": "model_version", "action": "created", "data": {"name": "posted", "version": "7"}})
 
 
-def test_the_endpoint_refuses_what_mlflow_did_not_sign_and_handles_a_delivery_once(trainbot_url, settings):
-    before = len(RegistryEvents(settings.state_url()).unposted())
+def test_the_endpoint_refuses_what_mlflow_did_not_sign_and_handles_a_delivery_once(trainbot_url, webhook_settings):
+    before = len(RegistryEvents(webhook_settings.state_url()).unposted())
     refused = [
         post(trainbot_url, {}, CREATED.encode()),
         post(trainbot_url, signed(CREATED, secret="wrong"), CREATED.encode()),
@@ -206,7 +208,7 @@ def test_the_endpoint_refuses_what_mlflow_did_not_sign_and_handles_a_delivery_on
     first, again = post(trainbot_url, headers, CREATED.encode()), post(trainbot_url, headers, CREATED.encode())
     assert (first.status_code, first.json()["duplicate"], len(first.json()["notices"])) == (200, False, 1)
     assert (again.status_code, again.json()) == (200, {**first.json(), "duplicate": True, "notices": []})
-    assert len(RegistryEvents(settings.state_url()).unposted()) == before + 1
+    assert len(RegistryEvents(webhook_settings.state_url()).unposted()) == before + 1
 
 
 def test_the_endpoint_answers_bad_input_with_its_status(trainbot_url):

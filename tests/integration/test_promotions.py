@@ -20,6 +20,7 @@ from actions.promotions.service import APPLY_LEASE, Promotions
 from actions.promotions.store import PromotionState, now
 from actions.settings import Settings
 from tests.integration.cli import trainbot
+from tests.model_registry import alias, register
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,8 @@ def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, mlflow_uri: str, state_store_url: str) -> Settings:
+def promotion_settings(tmp_path: Path, mlflow_uri: str, state_store_url: str) -> Settings:
+    """The promotion policy on the module's MLflow registry, no Slack, on each dialect."""
     return Settings(
         data_dir=tmp_path, mlflow_tracking_uri=mlflow_uri, promotion=POLICY, state_store_url=state_store_url
     )
@@ -62,21 +64,6 @@ def model(client: MlflowClient, request: pytest.FixtureRequest) -> str:
     for loss in (1.5, 1.2):
         register(client, name, {"val_loss": loss})
     return name
-
-
-def register(client: MlflowClient, model: str, metrics: dict[str, float], finished: bool = True) -> int:
-    experiment = client.get_experiment_by_name("sweeps")
-    run = client.create_run(experiment.experiment_id)
-    for key, value in metrics.items():
-        client.log_metric(run.info.run_id, key, value)
-    if finished:
-        client.set_terminated(run.info.run_id)
-    version = client.create_model_version(model, source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id)
-    return int(version.version)
-
-
-def alias(client: MlflowClient, model: str, target: str) -> int | None:
-    return next((int(v) for name, v in client.get_registered_model(model).aliases.items() if name == target), None)
 
 
 class CountingRegistry(Registry):
@@ -104,8 +91,8 @@ def events(promotions: Promotions, model: str) -> list[tuple[str, str]]:
     return [(event.event, event.actor) for event in promotions.history(model)]
 
 
-def test_one_approval_moves_the_alias_and_the_registry_carries_the_trail(settings, client, model):
-    promotions = Promotions(settings)
+def test_one_approval_moves_the_alias_and_the_registry_carries_the_trail(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     request = promotions.request(ALICE, model, 2, "staging")
     assert (request.state, request.approvals_needed) == (PromotionState.PENDING, 1)
     assert client.get_model_version(model, "2").tags["trainbot.staging.state"] == "pending"
@@ -130,24 +117,24 @@ def test_one_approval_moves_the_alias_and_the_registry_carries_the_trail(setting
     ]
 
 
-def test_nobody_approves_their_own_request(settings, client, model):
-    promotions = Promotions(settings)
+def test_nobody_approves_their_own_request(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     request = promotions.request(BOB, model, 2, "staging")
     with pytest.raises(Forbidden, match="nobody approves their own request"):
         promotions.approve(BOB, request.id)
     assert promotions.store.get(request.id).approvals == ()
 
 
-def test_only_approvers_or_their_groups_approve(settings, client, model):
-    promotions = Promotions(settings)
+def test_only_approvers_or_their_groups_approve(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     request = promotions.request(ALICE, model, 2, "production")
     with pytest.raises(Forbidden, match="you are not an approver for production"):
         promotions.approve(DAVE, request.id)
     assert promotions.approve(LEAD, request.id).approvals == ("U05LEAD",)
 
 
-def test_production_wants_two_distinct_approvals_and_a_second_click_counts_once(settings, client, model):
-    promotions = Promotions(settings)
+def test_production_wants_two_distinct_approvals_and_a_second_click_counts_once(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     request = promotions.request(ALICE, model, 2, "production")
     assert request.approvals_needed == 2
     assert promotions.approve(BOB, request.id).state == PromotionState.PENDING
@@ -159,8 +146,8 @@ def test_production_wants_two_distinct_approvals_and_a_second_click_counts_once(
     assert promotions.approve(LEAD, request.id).approvals == ("U02B", "U03C")
 
 
-def test_checks_hold_before_a_request_is_made(settings, client, model):
-    promotions = Promotions(settings)
+def test_checks_hold_before_a_request_is_made(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     running = register(client, model, {"val_loss": 1.0}, finished=False)
     with pytest.raises(BadRequest, match=rf"v{running}: its run \w+ is RUNNING"):
         promotions.request(ALICE, model, running, "staging")
@@ -174,8 +161,8 @@ def test_checks_hold_before_a_request_is_made(settings, client, model):
     assert promotions.requests() == []
 
 
-def test_a_version_must_beat_the_current_holder_where_the_target_says_so(settings, client, model):
-    promotions = Promotions(settings)
+def test_a_version_must_beat_the_current_holder_where_the_target_says_so(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     client.set_registered_model_alias(model, "champion", "2")  # val_loss 1.2
     with pytest.raises(BadRequest, match=r"val_loss 1.5 does not beat v2's 1.2 \(min\)"):
         promotions.request(ALICE, model, 1, "champion")
@@ -183,9 +170,9 @@ def test_a_version_must_beat_the_current_holder_where_the_target_says_so(setting
     assert promotions.request(ALICE, model, better, "champion").state == PromotionState.PENDING
 
 
-def test_a_click_after_expiry_expires_the_request_and_moves_nothing(settings, client, model):
+def test_a_click_after_expiry_expires_the_request_and_moves_nothing(promotion_settings, client, model):
     clock = [now()]
-    promotions = Promotions(settings, clock=lambda: clock[0])
+    promotions = Promotions(promotion_settings, clock=lambda: clock[0])
     request = promotions.request(ALICE, model, 2, "champion")  # expires: 1h
     clock[0] += timedelta(hours=1, seconds=1)
     with pytest.raises(Conflict, match="expired"):
@@ -196,8 +183,8 @@ def test_a_click_after_expiry_expires_the_request_and_moves_nothing(settings, cl
     assert promotions.requests(open_only=True) == []
 
 
-def test_reject_needs_a_reason_and_cancel_only_the_requester(settings, client, model):
-    promotions = Promotions(settings)
+def test_reject_needs_a_reason_and_cancel_only_the_requester(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     first = promotions.request(ALICE, model, 2, "staging")
     with pytest.raises(Conflict, match=f"already has an open request for staging: {first.id}"):
         promotions.request(CAROL, model, 1, "staging")
@@ -215,21 +202,21 @@ def test_reject_needs_a_reason_and_cancel_only_the_requester(settings, client, m
     assert alias(client, model, "staging") is None
 
 
-def test_an_mlflow_failure_leaves_a_failed_request_that_an_approval_retries(settings, client, model):
-    down = Promotions(settings, registry=DownRegistry(settings.tracking_uri()))
+def test_an_mlflow_failure_leaves_a_failed_request_that_an_approval_retries(promotion_settings, client, model):
+    down = Promotions(promotion_settings, registry=DownRegistry(promotion_settings.tracking_uri()))
     request = down.request(ALICE, model, 2, "staging")
     failed = down.approve(BOB, request.id)
     assert (failed.state, failed.reason) == (PromotionState.FAILED, "MLflow at http://mlflow:5000 cannot be reached")
     assert alias(client, model, "staging") is None
 
-    retried = Promotions(settings).approve(CAROL, request.id)
+    retried = Promotions(promotion_settings).approve(CAROL, request.id)
     assert retried.state == PromotionState.APPROVED
     assert alias(client, model, "staging") == 2
 
 
-def test_approvers_clicking_at_once_move_the_alias_once(settings, client, model):
-    registry = CountingRegistry(settings.tracking_uri())
-    promotions = Promotions(settings, registry=registry)
+def test_approvers_clicking_at_once_move_the_alias_once(promotion_settings, client, model):
+    registry = CountingRegistry(promotion_settings.tracking_uri())
+    promotions = Promotions(promotion_settings, registry=registry)
     request = promotions.request(ALICE, model, 2, "staging")
     barrier = threading.Barrier(6)
     results: list[object] = []
@@ -263,11 +250,11 @@ print(json.dumps(request.to_dict()))
 """
 
 
-def test_processes_approving_at_once_move_the_alias_once(settings, client, model):
-    request = Promotions(settings).request(ALICE, model, 2, "production")
+def test_processes_approving_at_once_move_the_alias_once(promotion_settings, client, model):
+    request = Promotions(promotion_settings).request(ALICE, model, 2, "production")
     clickers = [
         subprocess.Popen(
-            [sys.executable, "-c", APPROVE_IN_A_PROCESS, settings.model_dump_json(), request.id, user],
+            [sys.executable, "-c", APPROVE_IN_A_PROCESS, promotion_settings.model_dump_json(), request.id, user],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -276,9 +263,9 @@ def test_processes_approving_at_once_move_the_alias_once(settings, client, model
     answers = [json.loads(clicker.communicate(timeout=120)[0]) for clicker in clickers]
     assert all(clicker.returncode == 0 for clicker in clickers)
     assert {answer["state"] for answer in answers} <= {"pending", "approving", "approved"}
-    final = Promotions(settings).store.get(request.id)
+    final = Promotions(promotion_settings).store.get(request.id)
     assert (final.state, sorted(final.approvals)) == (PromotionState.APPROVED, ["U02B", "U03C"])
-    moved = [event for event in Promotions(settings).history(model) if event.actor == "trainbot"]
+    moved = [event for event in Promotions(promotion_settings).history(model) if event.actor == "trainbot"]
     assert len(moved) == 1
     assert alias(client, model, "production") == 2
 
@@ -302,23 +289,24 @@ Promotions(settings, registry=Crashing(settings.tracking_uri())).approve(Actor("
 
 
 @pytest.mark.parametrize("crash", ["before", "after"])
-def test_a_crash_around_the_move_is_finished_on_the_next_start_with_one_move(settings, client, model, crash):
+def test_a_crash_around_the_move_is_finished_on_the_next_start_with_one_move(promotion_settings, client, model, crash):
     client.set_registered_model_alias(model, "staging", "1")
-    request = Promotions(settings).request(ALICE, model, 2, "staging")
+    request = Promotions(promotion_settings).request(ALICE, model, 2, "staging")
     crashed = subprocess.run(
-        [sys.executable, "-c", CRASH_AROUND_THE_MOVE, settings.model_dump_json(), request.id, crash], check=False
+        [sys.executable, "-c", CRASH_AROUND_THE_MOVE, promotion_settings.model_dump_json(), request.id, crash],
+        check=False,
     )
     assert crashed.returncode == 17
-    assert Promotions(settings).store.get(request.id).state == PromotionState.APPROVING
+    assert Promotions(promotion_settings).store.get(request.id).state == PromotionState.APPROVING
     assert alias(client, model, "staging") == (2 if crash == "after" else 1)
 
     # Within the dead process's lease nobody else moves the alias; after it, the next start finishes.
-    registry = CountingRegistry(settings.tracking_uri())
-    assert Promotions(settings, registry=registry).resume() == []
+    registry = CountingRegistry(promotion_settings.tracking_uri())
+    assert Promotions(promotion_settings, registry=registry).resume() == []
     later: datetime = now() + APPLY_LEASE + timedelta(seconds=1)
-    resumed = Promotions(settings, registry=registry, clock=lambda: later).resume()
+    resumed = Promotions(promotion_settings, registry=registry, clock=lambda: later).resume()
     assert [(request.state, request.previous_version) for request in resumed] == [(PromotionState.APPROVED, 1)]
-    assert Promotions(settings, registry=registry, clock=lambda: later).resume() == []
+    assert Promotions(promotion_settings, registry=registry, clock=lambda: later).resume() == []
     # A move the dead process made is not made again: MLflow would announce it twice.
     assert registry.moves == ([] if crash == "after" else [(model, "staging", 2)])
     assert alias(client, model, "staging") == 2
@@ -329,8 +317,8 @@ def promote(promotions: Promotions, model: str, version: int, target: str = "sta
     assert promotions.approve(BOB, request.id).state == PromotionState.APPROVED
 
 
-def test_rollback_requests_the_previous_holder_through_the_same_approvals(settings, client, model):
-    promotions = Promotions(settings)
+def test_rollback_requests_the_previous_holder_through_the_same_approvals(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     client.set_registered_model_alias(model, "staging", "1")  # by hand, before trainbot
     promote(promotions, model, 2)
     third = register(client, model, {"val_loss": 1.1})
@@ -354,8 +342,8 @@ def test_rollback_requests_the_previous_holder_through_the_same_approvals(settin
     assert [event.event for event in promotions.history(model)].count("rollback") == 2
 
 
-def test_rollback_needs_trainbot_to_have_set_the_current_holder(settings, client, model):
-    promotions = Promotions(settings)
+def test_rollback_needs_trainbot_to_have_set_the_current_holder(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     with pytest.raises(BadRequest, match="names no version; there is nothing to roll back"):
         promotions.rollback(ALICE, model, "staging")
     promote(promotions, model, 1)
@@ -367,8 +355,8 @@ def test_rollback_needs_trainbot_to_have_set_the_current_holder(settings, client
         promotions.rollback(ALICE, model, "staging")
 
 
-def test_a_rollback_need_not_beat_the_version_it_replaces(settings, client, model):
-    promotions = Promotions(settings)
+def test_a_rollback_need_not_beat_the_version_it_replaces(promotion_settings, client, model):
+    promotions = Promotions(promotion_settings)
     request = promotions.request(ALICE, model, 1, "champion")  # val_loss 1.5, no holder yet
     promotions.approve(BOB, request.id)
     promote(promotions, model, 2, "champion")  # val_loss 1.2 beats 1.5
@@ -377,14 +365,14 @@ def test_a_rollback_need_not_beat_the_version_it_replaces(settings, client, mode
     assert promotions.rollback(ALICE, model, "champion").version == 1
 
 
-def test_the_cli_prints_json_and_refuses_in_one_line(settings, model, tmp_path):
+def test_the_cli_prints_json_and_refuses_in_one_line(promotion_settings, model, tmp_path):
     config = tmp_path / "trainbot.yaml"
     config.write_text(json.dumps({"promotion": POLICY}))
     env = {
         "TRAINBOT_CONFIG": str(config),
         "TRAINBOT_DATA_DIR": str(tmp_path),
-        "TRAINBOT_MLFLOW_TRACKING_URI": settings.tracking_uri(),
-        "TRAINBOT_STATE_STORE_URL": settings.state_url(),
+        "TRAINBOT_MLFLOW_TRACKING_URI": promotion_settings.tracking_uri(),
+        "TRAINBOT_STATE_STORE_URL": promotion_settings.state_url(),
     }
 
     def cli(*args: str) -> object:

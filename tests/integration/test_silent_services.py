@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import TRAINBOT
 from tests.processes import free_port
 from tests.silent_server import HOST, silent_server
-from tests.unit.test_cli import TRAINBOT
 
 pytestmark = pytest.mark.integration
 

@@ -14,12 +14,13 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from actions.jobs.job import JobState
 from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.services import Services
 from bot.slack.app import SlackBot, build_slack_app
 from bot.slack.job_watcher import start_job_watcher
 from bot.web.app import make_app
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
+from tests.slack_bot import SECRET, command, serving_in_thread, texts
+from tests.slack_standin import SlackStandIn
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ JOB_S = 240.0
 
 
 @pytest.fixture
-def settings(ray_settings: Settings, tmp_path: Path, slack: LocalSlack) -> Settings:
+def ray_bot_settings(ray_settings: Settings, tmp_path: Path, slack: SlackStandIn) -> Settings:
     """The session's Ray head and MLflow store; a state store of this test's own."""
     return Settings(
         **{
@@ -49,16 +50,16 @@ def settings(ray_settings: Settings, tmp_path: Path, slack: LocalSlack) -> Setti
 
 
 @pytest.fixture
-def slack_bot(settings: Settings) -> SlackBot:
-    return build_slack_app(Services(settings))
+def slack_bot(ray_bot_settings: Settings) -> SlackBot:
+    return build_slack_app(Services(ray_bot_settings))
 
 
 @pytest.fixture
-def bot(settings: Settings, slack_bot: SlackBot) -> Iterator[str]:
-    yield from serving_in_thread(make_app(Promotions(settings), SlackRequestHandler(slack_bot.app)))
+def bot(ray_bot_settings: Settings, slack_bot: SlackBot) -> Iterator[str]:
+    yield from serving_in_thread(make_app(Promotions(ray_bot_settings), SlackRequestHandler(slack_bot.app)))
 
 
-def launched(bot: str, slack: LocalSlack, text: str) -> tuple[str, Call]:
+def launched(bot: str, slack: SlackStandIn, text: str) -> tuple[str, Call]:
     """Launch from Slack; the job's name and the message that heads its thread."""
     reply = texts(command(bot, slack, "/train", text, channel=CHANNEL))
     assert reply.startswith("Launched ") and reply.endswith("; its thread in this channel follows it."), reply
@@ -67,7 +68,7 @@ def launched(bot: str, slack: LocalSlack, text: str) -> tuple[str, Call]:
     return job, parent
 
 
-def wait_for_reply(slack: LocalSlack, parent: Call, fragment: str, timeout_s: float = JOB_S) -> Call:
+def wait_for_reply(slack: SlackStandIn, parent: Call, fragment: str, timeout_s: float = JOB_S) -> Call:
     """The first reply in `parent`'s thread whose text holds `fragment`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -79,7 +80,7 @@ def wait_for_reply(slack: LocalSlack, parent: Call, fragment: str, timeout_s: fl
     raise AssertionError(f"no reply with {fragment!r} in the thread within {timeout_s} s; the thread: {shown}")
 
 
-def edits_of(slack: LocalSlack, post: Call) -> list[str]:
+def edits_of(slack: SlackStandIn, post: Call) -> list[str]:
     return [
         call.params["text"]
         for call in slack.calls

@@ -20,22 +20,15 @@ from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionState
 from actions.settings import Settings
 from actions.state.posts import SlackPosts
-from bot.console.local_slack import (
-    Call,
-    LocalSlack,
-    button_click_body,
-    local_slack,
-    post_signed,
-    view_submission_body,
-)
+from bot.console.local_slack import Call, button_click_body, post_signed, view_submission_body
 from bot.services import Services
 from bot.slack.app import REJECT_REASON, build_slack_app
 from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
 from bot.web.app import make_app
-from tests.integration.test_promotions import alias, register
-from tests.processes import free_port
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, texts
+from tests.model_registry import alias, register
+from tests.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
+from tests.slack_standin import SlackStandIn, slack_standin
 
 pytestmark = pytest.mark.integration
 
@@ -49,31 +42,31 @@ POLICY = {
 
 
 @pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack() as stand_in:
+def slack() -> Iterator[SlackStandIn]:
+    with slack_standin() as stand_in:
         stand_in.usergroups = {"S0MLLEADS": [DAVE]}
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
-    return Settings(
-        data_dir=tmp_path,
+def promotion_bot_settings(tmp_path: Path, slack: SlackStandIn, state_store_url: str) -> Settings:
+    """A Slack bot with the promotion policy and an MLflow registry in the test's folder, on each dialect."""
+    return slack_settings(
+        tmp_path,
+        slack,
         state_store_url=state_store_url,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         promotion=POLICY,
-        slack_bot_token="xoxb-test",
-        slack_signing_secret=SECRET,
-        slack_api_url=slack.api_url,
-        local_dashboard_port=free_port(),
     )
 
 
 @pytest.fixture
-def client(settings: Settings) -> MlflowClient:
-    client = MlflowClient(tracking_uri=settings.tracking_uri(), registry_uri=settings.tracking_uri())
-    client.create_experiment("sweeps", artifact_location=str(settings.data_dir / "artifacts"))
+def client(promotion_bot_settings: Settings) -> MlflowClient:
+    client = MlflowClient(
+        tracking_uri=promotion_bot_settings.tracking_uri(), registry_uri=promotion_bot_settings.tracking_uri()
+    )
+    client.create_experiment("sweeps", artifact_location=str(promotion_bot_settings.data_dir / "artifacts"))
     client.create_registered_model("tiny-transformer")
     for loss in (1.5, 1.2):
         register(client, "tiny-transformer", {"val_loss": loss})
@@ -81,21 +74,24 @@ def client(settings: Settings) -> MlflowClient:
 
 
 @pytest.fixture
-def bot(settings: Settings, client: MlflowClient) -> Iterator[str]:
-    promotions = Promotions(settings)
+def bot(promotion_bot_settings: Settings, client: MlflowClient) -> Iterator[str]:
+    promotions = Promotions(promotion_bot_settings)
     yield from serving_in_thread(
-        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
+        make_app(
+            promotions,
+            SlackRequestHandler(build_slack_app(Services(promotion_bot_settings, promotions=promotions)).app),
+        )
     )
 
 
-def ask(bot: str, slack: LocalSlack, text: str) -> Call:
+def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
     """alice asks with `/model TEXT`; the request's post in the channel."""
     reply = command(bot, slack, "/model", text, user=ALICE)
     assert texts(reply).startswith("Asked: pr-"), reply
     return slack.wait_for("chat.postMessage")[-1]
 
 
-def click(bot: str, slack: LocalSlack, posted: Call, action: str, user: str) -> None:
+def click(bot: str, slack: SlackStandIn, posted: Call, action: str, user: str) -> None:
     request_id = next(
         element["value"]
         for block in posted.params["blocks"]
@@ -106,7 +102,7 @@ def click(bot: str, slack: LocalSlack, posted: Call, action: str, user: str) -> 
     assert answer.status_code == 200
 
 
-def ephemeral_to(slack: LocalSlack, user: str, count: int = 1) -> str:
+def ephemeral_to(slack: SlackStandIn, user: str, count: int = 1) -> str:
     said = [call for call in slack.wait_for("chat.postEphemeral", count) if call.params["user"] == user]
     return said[-1].params["text"]
 
@@ -148,7 +144,7 @@ def test_a_user_groups_member_approves_where_the_policy_names_the_group(bot, sla
     assert alias(client, "tiny-transformer", "production") == 2
 
 
-def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, settings, client):
+def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, promotion_bot_settings, client):
     posted = ask(bot, slack, "promote tiny-transformer 1 staging")
     click(bot, slack, posted, "promotion_reject", CAROL)
     assert ephemeral_to(slack, CAROL) == "you are not an approver for staging"
@@ -168,7 +164,7 @@ def test_reject_asks_why_in_a_modal_and_the_post_shows_the_reason(bot, slack, se
     assert "rejected: eval set &lt;!channel&gt; leaked" in texts(edited.params)
     assert "<!channel>" not in json.dumps(edited.params)
     assert buttons(edited) == []
-    assert Promotions(settings).store.get(request_id).state == PromotionState.REJECTED
+    assert Promotions(promotion_bot_settings).store.get(request_id).state == PromotionState.REJECTED
     assert alias(client, "tiny-transformer", "staging") is None
 
 
@@ -189,9 +185,11 @@ def delivery(event: str, **data: str) -> Delivery:
     return Delivery(str(uuid.uuid4()), event, data, datetime.now(UTC))  # as MLflow names its deliveries
 
 
-def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(bot, slack, settings):
-    promotions = Promotions(settings)
-    posts = SlackPosts(settings.state_url())
+def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its_post(
+    bot, slack, promotion_bot_settings
+):
+    promotions = Promotions(promotion_bot_settings)
+    posts = SlackPosts(promotion_bot_settings.state_url())
     posts.create_schema()
     web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
     promotions.events.receive(

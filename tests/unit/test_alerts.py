@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from wsgiref.simple_server import make_server
 
 import pytest
@@ -23,7 +22,7 @@ from actions.alerts.threads import AlertThreads, thread_for
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from actions.state.posts import Post, SlackPosts
-from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.http.server import in_thread, serving_locally
 from bot.services import Services
 from bot.slack.alert_poster import POLL_S, AlertPoster, start_alert_poster
@@ -31,20 +30,16 @@ from bot.slack.app import build_slack_app
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
 from bot.web.app import make_app, start_everything
 from tests.alertmanager import alert, notification
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
-from tests.unit.test_slack_commands import SECRET, serve_env, slack_settings, texts
+from tests.slack_bot import SECRET, serve_env, slack_settings, texts
+from tests.slack_standin import SlackStandIn
 
 CHANNEL = "C0ALERTS"
 T0 = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 GPU_HOT = {"alertname": "GPUHot", "namespace": "ml", "rayjob": "llm-ft", "job": "dcgm-exporter", "pod": "llm-ft-w-1"}
 NCCL_STALL = {"alertname": "NCCLStall", "namespace": "ml", "rayjob": "llm-ft", "job": "ray"}
 THREAD = "ml/rayjob=llm-ft"
-
-
-@pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
-    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
 
 
 @pytest.fixture
@@ -66,7 +61,7 @@ def deliver(url: str, body: dict) -> dict:
     return answer.json()
 
 
-def poster_for(slack: LocalSlack, settings: Settings, paced: bool = False) -> SlackPoster:
+def poster_for(slack: SlackStandIn, settings: Settings, paced: bool = False) -> SlackPoster:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     return SlackPoster(
@@ -74,11 +69,11 @@ def poster_for(slack: LocalSlack, settings: Settings, paced: bool = False) -> Sl
     )
 
 
-def alert_poster(slack: LocalSlack, settings: Settings, threads: AlertThreads, **options) -> AlertPoster:
+def alert_poster(slack: SlackStandIn, settings: Settings, threads: AlertThreads, **options) -> AlertPoster:
     return AlertPoster(poster_for(slack, settings), threads, CHANNEL, silenceable=True, **options)
 
 
-def posted(slack: LocalSlack) -> list[Call]:
+def posted(slack: SlackStandIn) -> list[Call]:
     return [call for call in slack.calls if call.method == "chat.postMessage"]
 
 

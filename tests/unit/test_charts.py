@@ -8,15 +8,14 @@ import io
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from bot.render.charts import DPI, PANEL_HEIGHT_IN, PHASES, WIDTH_IN, diagnosis_chart, gpu_activity
 from diagnosers.bundle import load_bundle
+from tests.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PHASE_COLOURS = {tuple(bytes.fromhex(colour.removeprefix("#"))) for _, _, colour in PHASES}
 

@@ -14,9 +14,7 @@ import yaml
 from actions.jobs.job import DNS_1035
 from diagnosers.findings import FINDING_IDS
 from tests.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
-TRAINBOT = Path(sys.executable).with_name("trainbot")
+from tests.paths import EXAMPLES, TRAINBOT
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -31,8 +31,8 @@ from tests.deploy import (
     rendered,
     the,
 )
+from tests.failed_rayjob import a_failed_job, collected
 from tests.kube_standin import ServedStandin
-from tests.unit.test_collect_kubernetes import a_failed_job, collected
 
 KUBERNETES_VERSION = "1.30.0"
 CRDS = {"ray.io": KUBERAY_DIR / "crds"}

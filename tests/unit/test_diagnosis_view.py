@@ -20,11 +20,11 @@ from bot.render.diagnosis_view import (
 )
 from bot.render.report import render_text
 from diagnosers.engine import diagnose_path
-from tests.unit.test_slack_commands import texts
+from tests.hostile_bundle import hostile_bundle
+from tests.paths import EXAMPLES
+from tests.slack_bot import texts
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 BASE = "https://runbooks.example/trainbot/playbooks/"
-HOSTILE = "<!channel> `rm -rf /` & <@U02B>"
 
 
 def message_for(bundle: Path, job: str = "llm-finetune-7f3c", base: str = BASE) -> Message:
@@ -52,16 +52,6 @@ def many_findings(tmp_path: Path) -> Path:
         ("straggler-throttled-gpu", "prometheus"),
     ]:
         shutil.copytree(EXAMPLES / example / part, root / part)
-    return root
-
-
-def hostile_bundle(root: Path) -> Path:
-    """Five ranks OOM, each log line starting with text meant to ping the channel and break out of code."""
-    (root / "logs").mkdir(parents=True)
-    for rank in range(5):
-        (root / "logs" / f"worker-{rank}.log").write_text(
-            f"{HOSTILE} rank {rank} {'x' * 900} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB.\n"
-        )
     return root
 
 

@@ -1,13 +1,11 @@
 """The example bundles `make run` diagnoses: one per verdict, and their metric files stay reproducible."""
 
-from pathlib import Path
-
 import pytest
 
 from diagnosers.engine import diagnose_path
 from tests import scenarios
+from tests.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "bundles"
 EXPECTED = {
     "failed-gpu-oom": ("failed", "gpu-oom"),
     "failed-image-pull": ("failed", "image-pull"),

@@ -11,33 +11,13 @@ import pytest
 
 from actions.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from actions.jobs.backends.kuberay import DELETED_MESSAGE, KubeRayBackend
-from actions.jobs.backends.rayjob import load_manifest
-from actions.jobs.job import JobState, Launch, new_job_name
-from actions.jobs.planning import training_launch
-from actions.jobs.templates import TINY_TRANSFORMER, manifest_template
+from actions.jobs.job import JobState
 from actions.settings import Settings
 from tests.crd_schema import RAYJOB_CRD
 from tests.kube_standin import RAYJOBS, ServedStandin
+from tests.kuberay_launches import RUNNING, TEAM_MANIFEST, launch_of, team_launch
 
 NAMESPACE = "default"
-RUNNING = {"jobStatus": "RUNNING", "jobDeploymentStatus": "Running", "jobId": "raysubmit_1", "rayClusterName": "c"}
-TEAM_MANIFEST = """
-apiVersion: ray.io/v1
-kind: RayJob
-metadata: {name: team-job, labels: {team: vision}}
-spec:
-  entrypoint: python train.py
-  shutdownAfterJobFinishes: false
-  submissionMode: HTTPMode
-  rayClusterSpec:
-    headGroupSpec: {template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.60.0"}]}}}
-    workerGroupSpecs:
-      - groupName: gpu
-        replicas: 1
-        minReplicas: 1
-        maxReplicas: 2
-        template: {spec: {containers: [{name: ray-worker, image: "rayproject/ray:2.60.0"}]}}
-"""
 
 
 @pytest.fixture
@@ -48,31 +28,14 @@ def standin():
 
 
 @pytest.fixture
-def settings(tmp_path) -> Settings:
+def kuberay_settings(tmp_path) -> Settings:
+    """KubeRay's namespace and a finished RayJob's time to live; nothing else set."""
     return Settings(data_dir=tmp_path, namespace=NAMESPACE, ttl_seconds_after_finished=600)
 
 
 @pytest.fixture
-def backend(standin, settings) -> KubeRayBackend:
-    return KubeRayBackend(settings, standin.api_client())
-
-
-def launch_of(workers=2, gpus=0, words=("lr=0.01",)) -> Launch:
-    return training_launch(TINY_TRANSFORMER, TINY_TRANSFORMER.parse_params(list(words)), (workers, gpus), "alice")
-
-
-def team_launch(text: str = TEAM_MANIFEST, argv=()) -> Launch:
-    return Launch(
-        name=new_job_name("team-job"),
-        kind="train",
-        template=manifest_template("team-job"),
-        params={},
-        workers=1,
-        gpus_per_worker=0,
-        requester="bob",
-        argv=list(argv),
-        manifest=load_manifest(text, "team-job.yaml"),
-    )
+def backend(standin, kuberay_settings) -> KubeRayBackend:
+    return KubeRayBackend(kuberay_settings, standin.api_client())
 
 
 def creates(standin) -> list[kmock.Request]:
@@ -165,17 +128,17 @@ def test_rejected_credentials_are_unavailable(standin, backend):
         backend.status("any-job")
 
 
-def test_an_unreachable_api_server_is_unavailable(settings):
+def test_an_unreachable_api_server_is_unavailable(kuberay_settings):
     client = kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9"))
     with pytest.raises(Unavailable, match=r"cannot reach the Kubernetes API server at http://127.0.0.1:9"):
-        KubeRayBackend(settings, client).status("any-job")
+        KubeRayBackend(kuberay_settings, client).status("any-job")
 
 
-def test_no_credentials_at_all_is_unavailable(settings, tmp_path, monkeypatch):
+def test_no_credentials_at_all_is_unavailable(kuberay_settings, tmp_path, monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "none"))
     with pytest.raises(Unavailable, match=r"no Kubernetes credentials .* give it a kubeconfig"):
-        KubeRayBackend(settings).status("any-job")
+        KubeRayBackend(kuberay_settings).status("any-job")
 
 
 # Reading what the operator wrote.
@@ -257,9 +220,9 @@ def test_an_unknown_rayjob_is_not_found(backend):
         backend.status("tiny-transformer-zzzzzz")
 
 
-def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend, settings):
+def test_a_job_in_another_namespace_is_addressed_as_namespace_slash_name(standin, backend, kuberay_settings):
     standin.call(standin.api.namespaces.add, "team-a")
-    team_a = KubeRayBackend(settings.model_copy(update={"namespace": "team-a"}), standin.api_client())
+    team_a = KubeRayBackend(kuberay_settings.model_copy(update={"namespace": "team-a"}), standin.api_client())
     launch = team_launch(TEAM_MANIFEST)
     team_a.submit(launch)
     standin.set_status(launch.name, RUNNING, namespace="team-a")

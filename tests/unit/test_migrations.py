@@ -5,9 +5,7 @@ processes starting together migrate once, and the revisions make exactly what th
 import multiprocessing
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -29,9 +27,9 @@ from actions.state.database import Database, UTCDateTime
 from actions.state.migrations import VERSION_TABLE, Revisions, Upgrade, head, revisions, upgrade
 from actions.state.migrations.runner import locked
 from actions.state.posts import SlackPosts
+from tests.paths import TRAINBOT
 
 AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-TRAINBOT = Path(sys.executable).with_name("trainbot")
 
 
 def baseline_promotion_tables() -> MetaData:

@@ -16,7 +16,8 @@ from actions.settings import Settings
 
 
 @pytest.fixture
-def settings(tmp_path):
+def default_settings(tmp_path):
+    """The defaults, in the test's folder."""
     return Settings(data_dir=tmp_path)
 
 
@@ -28,9 +29,9 @@ def plan_sweep(settings, template, words, options, **request):
     return plan_job(settings, LaunchRequest(template=template, params=tuple(words), sweep=options, **request))
 
 
-def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
-    first = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
-    second = plan_launch(settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(default_settings):
+    first = plan_launch(default_settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
+    second = plan_launch(default_settings, "tiny-transformer", ["lr=0.01"], requester="U024BE7LH")
     assert first.name != second.name
     assert DNS_1035.match(first.name) and len(first.name) <= MAX_JOB_NAME
     assert first.labels[MANAGED_BY] == "trainbot"
@@ -38,8 +39,8 @@ def test_a_launch_has_a_fresh_dns_1035_name_and_our_labels(settings):
     assert first.labels["trainbot.dev/requester"] == "U024BE7LH"
 
 
-def test_the_entrypoint_is_the_argv_joined_by_shlex(settings):
-    launch = plan_launch(settings, "tiny-transformer", ["lr=0.01", "strategy=fsdp"], requester="a", workers=4)
+def test_the_entrypoint_is_the_argv_joined_by_shlex(default_settings):
+    launch = plan_launch(default_settings, "tiny-transformer", ["lr=0.01", "strategy=fsdp"], requester="a", workers=4)
     assert shlex.split(launch.entrypoint) == launch.argv
     assert launch.argv[:3] == ["python", "-m", "workloads.tiny_transformer"]
     assert launch.argv[launch.argv.index("--lr") + 1] == "0.01"
@@ -91,10 +92,10 @@ def test_bad_spaces_name_the_parameter(word, message):
         parse_space(TINY_TRANSFORMER, [word])
 
 
-def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
+def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(default_settings):
     options = SweepOptions(trials=10, scheduler="asha")
     launch = plan_sweep(
-        settings, "tiny-transformer", ["lr=loguniform(1e-4,1e-2)"], options, requester="a", backend="local"
+        default_settings, "tiny-transformer", ["lr=loguniform(1e-4,1e-2)"], options, requester="a", backend="local"
     )
     argv = shlex.split(launch.entrypoint)
     assert argv[:3] == ["python", "-m", "workloads.sweep"]
@@ -102,7 +103,7 @@ def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
     assert argv[argv.index("--trials") + 1] == "10"
     assert argv[argv.index("--scheduler") + 1] == "asha"
     assert argv[argv.index("--metric") + 1] == "val_loss"
-    assert argv[argv.index("--tracking-uri") + 1] == settings.tracking_uri()
+    assert argv[argv.index("--tracking-uri") + 1] == default_settings.tracking_uri()
     assert argv[argv.index("--sweep-id") + 1] == launch.name
     assert launch.kind == "sweep"
 
@@ -115,9 +116,9 @@ def test_a_sweep_launch_runs_the_driver_with_the_space_as_one_word(settings):
         (["lr=uniform(0.1,0.2)"], SweepOptions(trials=10), "kuberay", "TRAINBOT_MLFLOW_TRACKING_URI"),
     ],
 )
-def test_sweeps_refuse_what_cannot_run(settings, words, options, backend, message):
+def test_sweeps_refuse_what_cannot_run(default_settings, words, options, backend, message):
     with pytest.raises(BadRequest, match=message):
-        plan_sweep(settings, "tiny-transformer", words, options, requester="a", backend=backend)
+        plan_sweep(default_settings, "tiny-transformer", words, options, requester="a", backend=backend)
 
 
 TEAM_RAYJOB = ManifestText(
@@ -134,9 +135,9 @@ spec:
 )
 
 
-def test_a_manifest_request_keeps_its_size_and_runs_on_kuberay(settings):
+def test_a_manifest_request_keeps_its_size_and_runs_on_kuberay(default_settings):
     request = LaunchRequest(template=None, params=("epochs=3",), requester="a", manifest=TEAM_RAYJOB)
-    launch = plan_job(settings, request)
+    launch = plan_job(default_settings, request)
     assert (launch.template.name, launch.workers, launch.argv) == ("team-job", 3, ["--epochs", "3"])
     assert request.backend_name("local") == "kuberay"
 
@@ -146,11 +147,11 @@ def test_a_manifest_request_for_the_local_backend_is_refused():
         LaunchRequest(template=None, params=(), requester="a", backend="local", manifest=TEAM_RAYJOB)
 
 
-def test_a_launch_names_its_template_first(settings):
+def test_a_launch_names_its_template_first(default_settings):
     with pytest.raises(BadRequest, match="name a template first"):
-        plan_job(settings, LaunchRequest(template="lr=0.1", params=(), requester="a"))
+        plan_job(default_settings, LaunchRequest(template="lr=0.1", params=(), requester="a"))
 
 
-def test_a_sweep_takes_its_first_word_for_its_template(settings):
+def test_a_sweep_takes_its_first_word_for_its_template(default_settings):
     with pytest.raises(NotFound, match=r"no template 'lr=uniform\(0.1,0.2\)'; known templates: tiny-transformer"):
-        plan_sweep(settings, "lr=uniform(0.1,0.2)", [], SweepOptions(trials=2), requester="a")
+        plan_sweep(default_settings, "lr=uniform(0.1,0.2)", [], SweepOptions(trials=2), requester="a")

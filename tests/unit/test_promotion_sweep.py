@@ -19,8 +19,8 @@ from actions.promotions.policy import Actor
 from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionState, PromotionStore
 from actions.settings import Settings
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
 
 POLICY = {"targets": {"staging": {"approvers": ["U02B"], "approvals": 1}}}
 # Long enough that the mover, loading MLflow on a loaded machine, still holds its lease when it moves the alias

@@ -36,7 +36,8 @@ def rayjob_crd() -> Path:
 
 
 @pytest.fixture
-def settings(tmp_path) -> Settings:
+def ml_team_settings(tmp_path) -> Settings:
+    """The ml-team namespace, a pinned Ray image and a 900 s time to live, as a team's deployment sets them."""
     return Settings(
         data_dir=tmp_path, namespace="ml-team", image="rayproject/ray:2.60.0-py311", ttl_seconds_after_finished=900
     )
@@ -113,14 +114,14 @@ def without_trainbot_fields(rayjob: dict) -> dict:
 
 @pytest.mark.parametrize("gpus", [0, 1, 8])
 @pytest.mark.parametrize("workers", [1, 2, 4])
-def test_built_tiny_transformer_passes_the_crd(rayjob_crd, settings, workers, gpus):
-    assert_accepted(build_rayjob(template_launch(workers=workers, gpus=gpus), settings), rayjob_crd)
+def test_built_tiny_transformer_passes_the_crd(rayjob_crd, ml_team_settings, workers, gpus):
+    assert_accepted(build_rayjob(template_launch(workers=workers, gpus=gpus), ml_team_settings), rayjob_crd)
 
 
 @pytest.mark.parametrize("gpus", [0, 1, 8])
 @pytest.mark.parametrize("workers", [1, 2, 4])
-def test_built_worker_group_is_exactly_the_workers_asked_for(settings, workers, gpus):
-    rayjob = build_rayjob(template_launch(workers=workers, gpus=gpus), settings)
+def test_built_worker_group_is_exactly_the_workers_asked_for(ml_team_settings, workers, gpus):
+    rayjob = build_rayjob(template_launch(workers=workers, gpus=gpus), ml_team_settings)
     (group,) = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (workers, workers, workers)
     resources = worker_container(rayjob)["resources"]
@@ -131,9 +132,9 @@ def test_built_worker_group_is_exactly_the_workers_asked_for(settings, workers, 
     assert GPU not in head["resources"]["limits"]
 
 
-def test_built_rayjob_runs_the_launch_and_cleans_up_after_itself(settings):
+def test_built_rayjob_runs_the_launch_and_cleans_up_after_itself(ml_team_settings):
     launch = template_launch(words=["lr=0.01", "strategy=fsdp"], workers=4, gpus=1)
-    rayjob = build_rayjob(launch, settings)
+    rayjob = build_rayjob(launch, ml_team_settings)
     assert rayjob["metadata"] == {"name": launch.name, "namespace": "ml-team", "labels": launch.labels}
     assert all(template["metadata"]["labels"] == launch.labels for template in pod_templates(rayjob))
     spec = rayjob["spec"]
@@ -155,13 +156,13 @@ def test_built_rayjob_runs_the_launch_and_cleans_up_after_itself(settings):
     assert head["image"] == worker_container(rayjob)["image"] == "rayproject/ray:2.60.0-py311"
 
 
-def test_fsdp_launch_passes_the_crd(rayjob_crd, settings):
-    rayjob = build_rayjob(template_launch(words=["strategy=fsdp", "d_model=256"], workers=4, gpus=8), settings)
+def test_fsdp_launch_passes_the_crd(rayjob_crd, ml_team_settings):
+    rayjob = build_rayjob(template_launch(words=["strategy=fsdp", "d_model=256"], workers=4, gpus=8), ml_team_settings)
     assert_accepted(rayjob, rayjob_crd)
     assert "--strategy fsdp" in rayjob["spec"]["entrypoint"]
 
 
-def test_a_team_template_brings_its_image_shape_and_runtime_env(rayjob_crd, settings):
+def test_a_team_template_brings_its_image_shape_and_runtime_env(rayjob_crd, ml_team_settings):
     template = JobTemplate.model_validate(
         {
             "name": "bert-finetune",
@@ -178,7 +179,7 @@ def test_a_team_template_brings_its_image_shape_and_runtime_env(rayjob_crd, sett
         }
     )
     launch = template_launch(template, workers=3, gpus=2)
-    rayjob = build_rayjob(launch, settings)
+    rayjob = build_rayjob(launch, ml_team_settings)
     assert_accepted(rayjob, rayjob_crd)
     runtime_env = yaml.safe_load(rayjob["spec"]["runtimeEnvYAML"])
     assert runtime_env["pip"] == ["transformers==4.44.0", "datasets"]
@@ -190,18 +191,18 @@ def test_a_team_template_brings_its_image_shape_and_runtime_env(rayjob_crd, sett
     assert worker["resources"]["limits"] == {"cpu": "2500m", "memory": "12Gi", GPU: "2"}
 
 
-def test_a_parameter_value_stays_one_word_in_the_entrypoint(settings):
+def test_a_parameter_value_stays_one_word_in_the_entrypoint(ml_team_settings):
     hostile = "two words \"quoted\" 'single' $(rm -rf /); echo `id` && exit"
     template = JobTemplate.model_validate(
         {"name": "notes", "entrypoint": ["python", "run.py"], "params": {"note": {"type": "str", "pattern": ".*"}}}
     )
-    rayjob = build_rayjob(template_launch(template, words=[f"note={hostile}"]), settings)
+    rayjob = build_rayjob(template_launch(template, words=[f"note={hostile}"]), ml_team_settings)
     assert shlex.split(rayjob["spec"]["entrypoint"]) == ["python", "run.py", "--note", hostile]
 
 
-def test_names_are_fresh_dns_1035_labels_within_the_operator_limit(settings):
+def test_names_are_fresh_dns_1035_labels_within_the_operator_limit(ml_team_settings):
     long_template = JobTemplate.model_validate({"name": "a" * 32, "entrypoint": ["python", "x.py"]})
-    names = [build_rayjob(template_launch(long_template), settings)["metadata"]["name"] for _ in range(50)]
+    names = [build_rayjob(template_launch(long_template), ml_team_settings)["metadata"]["name"] for _ in range(50)]
     assert len(set(names)) == len(names)
     assert all(OPERATOR_NAME.fullmatch(name) and len(name) <= OPERATOR_MAX_NAME for name in names)
 
@@ -217,12 +218,14 @@ def test_every_sample_listed_in_the_shared_manifest_is_here():
 
 
 @pytest.mark.parametrize("sample", sample_files())
-def test_a_sample_launched_as_written_keeps_its_spec_and_passes_the_crd(rayjob_crd, settings, sample):
+def test_a_sample_launched_as_written_keeps_its_spec_and_passes_the_crd(rayjob_crd, ml_team_settings, sample):
     manifest = load_sample(sample)
     untouched = copy.deepcopy(manifest)
     launch = manifest_launch(manifest)
-    settings = settings.model_copy(update={"namespace": manifest["metadata"].get("namespace", "ml-team")})
-    rayjob = apply_launch(manifest, launch, settings)
+    ml_team_settings = ml_team_settings.model_copy(
+        update={"namespace": manifest["metadata"].get("namespace", "ml-team")}
+    )
+    rayjob = apply_launch(manifest, launch, ml_team_settings)
     assert manifest == untouched
     assert_accepted(rayjob, rayjob_crd)
     assert without_trainbot_fields(rayjob) == without_trainbot_fields(manifest)
@@ -234,7 +237,7 @@ def test_a_sample_launched_as_written_keeps_its_spec_and_passes_the_crd(rayjob_c
 
 
 @pytest.mark.parametrize("sample", sample_files())
-def test_a_sample_takes_our_size_gpus_and_words_where_they_apply(rayjob_crd, settings, sample):
+def test_a_sample_takes_our_size_gpus_and_words_where_they_apply(rayjob_crd, ml_team_settings, sample):
     manifest = load_sample(sample)
     groups = (manifest["spec"].get("rayClusterSpec") or {}).get("workerGroupSpecs")
     mode = manifest["spec"].get("submissionMode", "K8sJobMode")
@@ -242,13 +245,13 @@ def test_a_sample_takes_our_size_gpus_and_words_where_they_apply(rayjob_crd, set
     launch = manifest_launch(manifest, argv=["--lr", "0.1 x"], workers=7, gpus=2)
     if not groups:
         with pytest.raises(BadRequest, match=r"no worker group to size; drop --workers/--gpus"):
-            apply_launch(manifest, launch, settings)
+            apply_launch(manifest, launch, ml_team_settings)
         return
     if mode == "InteractiveMode" or own_command.get("command"):
         with pytest.raises(BadRequest, match=r"parameters cannot reach this RayJob"):
-            apply_launch(manifest, launch, settings)
+            apply_launch(manifest, launch, ml_team_settings)
         launch = manifest_launch(manifest, workers=7, gpus=2)
-    rayjob = apply_launch(manifest, launch, settings)
+    rayjob = apply_launch(manifest, launch, ml_team_settings)
     assert_accepted(rayjob, rayjob_crd)
     first = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert first["replicas"] == 7 and first.get("minReplicas", 0) <= 7 <= first.get("maxReplicas", 2**31 - 1)
@@ -260,17 +263,17 @@ def test_a_sample_takes_our_size_gpus_and_words_where_they_apply(rayjob_crd, set
         assert rayjob["spec"].get(key) == manifest["spec"].get(key)
 
 
-def test_words_stay_on_the_command_line_of_a_block_entrypoint(settings):
+def test_words_stay_on_the_command_line_of_a_block_entrypoint(ml_team_settings):
     manifest = load_manifest(
         "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  clusterSelector: {ray.io/cluster: c}\n"
         '  entrypoint: |\n    python -c "import ray"\n',
         "block.yaml",
     )
-    rayjob = apply_launch(manifest, manifest_launch(manifest, argv=["--lr", "0.1"]), settings)
+    rayjob = apply_launch(manifest, manifest_launch(manifest, argv=["--lr", "0.1"]), ml_team_settings)
     assert "\n" not in rayjob["spec"]["entrypoint"].strip()
 
 
-def test_server_set_metadata_and_status_are_dropped_and_the_input_kept(settings):
+def test_server_set_metadata_and_status_are_dropped_and_the_input_kept(ml_team_settings):
     manifest = load_manifest(
         """
 apiVersion: ray.io/v1alpha1
@@ -292,7 +295,7 @@ status: {jobStatus: SUCCEEDED, jobDeploymentStatus: Complete}
         "exported.yaml",
     )
     launch = manifest_launch(manifest, argv=["--epochs", "3"])
-    rayjob = apply_launch(manifest, launch, settings)
+    rayjob = apply_launch(manifest, launch, ml_team_settings)
     assert rayjob["apiVersion"] == "ray.io/v1"
     assert "status" not in rayjob
     assert rayjob["metadata"] == {
@@ -304,7 +307,7 @@ status: {jobStatus: SUCCEEDED, jobDeploymentStatus: Complete}
     assert manifest["metadata"]["name"] == "exported" and "status" in manifest
 
 
-def test_a_manifest_for_another_namespace_is_refused_with_the_fix(settings):
+def test_a_manifest_for_another_namespace_is_refused_with_the_fix(ml_team_settings):
     manifest = load_manifest(
         "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: x, namespace: team-b}\n"
         "spec: {clusterSelector: {ray.io/cluster: c}, entrypoint: python t.py}\n",
@@ -313,10 +316,10 @@ def test_a_manifest_for_another_namespace_is_refused_with_the_fix(settings):
     with pytest.raises(
         BadRequest, match=r"namespace 'team-b' but trainbot launches in 'ml-team'.*TRAINBOT_NAMESPACE=team-b"
     ):
-        apply_launch(manifest, manifest_launch(manifest), settings)
+        apply_launch(manifest, manifest_launch(manifest), ml_team_settings)
 
 
-def test_yaml_aliases_are_copied_apart_and_dates_stay_strings(settings):
+def test_yaml_aliases_are_copied_apart_and_dates_stay_strings(ml_team_settings):
     manifest = load_manifest(
         """
 apiVersion: ray.io/v1
@@ -334,14 +337,14 @@ spec:
 """,
         "aliased.yaml",
     )
-    rayjob = apply_launch(manifest, manifest_launch(manifest, workers=2, gpus=1), settings)
+    rayjob = apply_launch(manifest, manifest_launch(manifest, workers=2, gpus=1), ml_team_settings)
     head = rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert head["resources"]["limits"] == {"cpu": "1"}
     assert worker_container(rayjob)["resources"]["limits"] == {"cpu": "1", GPU: "1"}
     assert rayjob["metadata"]["annotations"] == {"since": "2024-05-01"}
 
 
-def test_gpu_requests_follow_the_limit_and_the_size_widens_min_and_max(settings):
+def test_gpu_requests_follow_the_limit_and_the_size_widens_min_and_max(ml_team_settings):
     manifest = load_manifest(
         """
 apiVersion: ray.io/v1
@@ -365,17 +368,17 @@ spec:
 """,
         "sized.yaml",
     )
-    shrunk = apply_launch(manifest, manifest_launch(manifest, workers=1, gpus=4), settings)
+    shrunk = apply_launch(manifest, manifest_launch(manifest, workers=1, gpus=4), ml_team_settings)
     first = shrunk["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert (first["replicas"], first["minReplicas"], first["maxReplicas"]) == (1, 1, 4)
     assert worker_container(shrunk)["resources"] == {"requests": {GPU: "4"}, "limits": {GPU: "4"}}
-    grown = apply_launch(manifest, manifest_launch(manifest, workers=9), settings)
+    grown = apply_launch(manifest, manifest_launch(manifest, workers=9), ml_team_settings)
     first = grown["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert (first["replicas"], first["minReplicas"], first["maxReplicas"]) == (9, 2, 9)
     assert worker_container(grown)["resources"]["limits"] == {GPU: 1}
 
 
-def test_gpus_for_a_group_without_containers_is_a_bad_request(settings):
+def test_gpus_for_a_group_without_containers_is_a_bad_request(ml_team_settings):
     manifest = load_manifest(
         "apiVersion: ray.io/v1\nkind: RayJob\nspec:\n  rayClusterSpec:\n    headGroupSpec: {}\n"
         "    workerGroupSpecs: [{groupName: g, replicas: 1, template: {spec: {containers: []}}}]\n",
@@ -384,7 +387,7 @@ def test_gpus_for_a_group_without_containers_is_a_bad_request(settings):
     with pytest.raises(
         BadRequest, match=r"workerGroupSpecs\[0\]\.template\.spec\.containers must list the Ray container"
     ):
-        apply_launch(manifest, manifest_launch(manifest, workers=2, gpus=1), settings)
+        apply_launch(manifest, manifest_launch(manifest, workers=2, gpus=1), ml_team_settings)
 
 
 def alias_bomb(levels: int = 7) -> str:
@@ -429,11 +432,11 @@ def test_a_bad_manifest_is_refused_with_what_to_fix(text, message):
     assert str(refused.value).startswith("team/job.yaml: ")
 
 
-def test_a_v1alpha1_rayjob_is_read_as_v1(rayjob_crd, settings):
+def test_a_v1alpha1_rayjob_is_read_as_v1(rayjob_crd, ml_team_settings):
     manifest = load_manifest(
         "apiVersion: ray.io/v1alpha1\nkind: RayJob\nmetadata: {name: old}\n"
         "spec: {entrypoint: python x.py, clusterSelector: {ray.io/cluster: c}}\n",
         "old.yaml",
     )
     assert manifest["apiVersion"] == "ray.io/v1"
-    assert_accepted(apply_launch(manifest, manifest_launch(manifest), settings), rayjob_crd)
+    assert_accepted(apply_launch(manifest, manifest_launch(manifest), ml_team_settings), rayjob_crd)

@@ -26,12 +26,13 @@ import requests
 from mlflow.webhooks.delivery import _generate_hmac_signature
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.console.local_slack import Call, LocalSlack, local_slack, signed_headers, slash_command_body
+from bot.console.local_slack import Call, signed_headers, slash_command_body
 from bot.web.mlflow_webhook import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from tests.alertmanager import alert, notification
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
-from tests.unit.test_slack_commands import SECRET, serve_env
+from tests.slack_bot import SECRET, serve_env
+from tests.slack_standin import SlackStandIn, slack_standin
 
 MLFLOW_SECRET = "mlflow-webhook-secret-of-the-served-app"
 READ_TIMEOUT_S = 1
@@ -52,7 +53,7 @@ class Served:
         return requests.post(f"{self.url}/slack/events", data=body, headers=headers, timeout=10)
 
 
-def env_for(folder: Path, slack: LocalSlack, **more: str) -> dict[str, str]:
+def env_for(folder: Path, slack: SlackStandIn, **more: str) -> dict[str, str]:
     """A `trainbot serve` answering Slack through `slack`, MLflow's webhooks with MLFLOW_SECRET, with no Ray head
     (so /train status answers at once)."""
     return serve_env(slack, folder, local_dashboard_port=str(free_port()), mlflow_webhook_secret=MLFLOW_SECRET, **more)
@@ -77,13 +78,13 @@ def trainbot_serve(folder: Path, env: dict[str, str]) -> Iterator[Served]:
 
 
 @pytest.fixture(scope="module")
-def module_slack() -> Iterator[LocalSlack]:
-    with local_slack() as served:
+def module_slack() -> Iterator[SlackStandIn]:
+    with slack_standin() as served:
         yield served
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, module_slack: LocalSlack) -> Iterator[Served]:
+def server(tmp_path_factory: pytest.TempPathFactory, module_slack: SlackStandIn) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("serve")
     with trainbot_serve(folder, env_for(folder, module_slack)) as served:
         yield served

@@ -24,7 +24,7 @@ from actions.jobs.records import Store
 from actions.promotions.registry import MlflowHttp
 from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.console.local_slack import LocalSlack, post_signed, slash_command_body
+from bot.console.local_slack import post_signed, slash_command_body
 from bot.render.blocks import render
 from bot.services import Services
 from bot.slack.acked_work import AckedWork
@@ -32,7 +32,8 @@ from bot.slack.app import _answering, build_slack_app
 from bot.slack.poster import paced_client
 from bot.web.app import make_app
 from tests.silent_server import HOST, silent_server
-from tests.unit.test_slack_commands import SECRET, command, serving_in_thread, slack_settings, texts
+from tests.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
+from tests.slack_standin import SlackStandIn
 
 STAGING = {"targets": {"staging": {"approvers": ["U02B"]}}}
 
@@ -194,7 +195,7 @@ def test_work_for_a_stuck_backend_leaves_the_general_workers_free():
     released.set()
 
 
-def test_two_promotions_stuck_on_mlflow_leave_train_help_answering_at_once(tmp_path: Path, slack: LocalSlack):
+def test_two_promotions_stuck_on_mlflow_leave_train_help_answering_at_once(tmp_path: Path, slack: SlackStandIn):
     """Before: two stuck `/model promote` held both workers, and `/train help` waited as long as MLflow did."""
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "8"  # put back by the conftest's fixture
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"

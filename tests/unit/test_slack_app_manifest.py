@@ -12,12 +12,12 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
-from bot.console.local_slack import local_slack
 from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.web.app import SLACK_PATH
 from tests.deploy import KUSTOMIZE, REPO, SLACK_MANIFEST, load_yaml
-from tests.unit.test_slack_commands import slack_settings
+from tests.slack_bot import slack_settings
+from tests.slack_standin import slack_standin
 
 # Bolt's registration methods, by what each needs in the app's manifest.
 COMMANDS = ("command",)
@@ -66,7 +66,7 @@ def registered(tmp_path, monkeypatch) -> dict[str, list]:
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(App, method, recording)
-    with local_slack() as slack:
+    with slack_standin() as slack:
         settings = slack_settings(tmp_path, slack)
         build_slack_app(Services(settings))
     return calls

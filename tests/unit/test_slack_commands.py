@@ -4,13 +4,10 @@ bot's replies caught by a local Slack stand-in (response_url and Web API)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from wsgiref.simple_server import make_server
 
 import pytest
 import requests
@@ -27,47 +24,21 @@ from actions.settings import Settings
 from bot.commands.grammar import TRAIN_VERBS
 from bot.console.local_slack import (
     Call,
-    LocalSlack,
     button_click_payload,
     post_signed,
     signed_headers,
     slash_command_body,
 )
 from bot.http.metrics import Metrics
-from bot.http.server import in_thread
 from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.slack.listeners.train import TRAIN_ANSWERS
 from bot.web.app import make_app
+from tests.job_records import launched
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
-from tests.unit.test_store import launched
-
-SECRET = "signing-secret-of-the-test-app"
-
-
-@pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack, state_store_url: str) -> Settings:
-    return slack_settings(tmp_path, slack, state_store_url=state_store_url)
-
-
-def slack_settings(tmp_path: Path, slack: LocalSlack, **overrides: object) -> Settings:
-    """Settings of a bot that talks to `slack` and keeps its state in `tmp_path`."""
-    return Settings(
-        **{
-            "data_dir": tmp_path,
-            "slack_bot_token": "xoxb-test",
-            "slack_signing_secret": SECRET,
-            "slack_api_url": slack.api_url,
-            "local_dashboard_port": free_port(),  # no head answers there
-            **overrides,
-        }
-    )
-
-
-def serving_in_thread(app) -> Iterator[str]:
-    with in_thread(make_server("127.0.0.1", 0, app)) as url:
-        yield f"{url}/slack/events"
+from tests.slack_bot import SECRET, command, serve_env, serving_in_thread, texts
+from tests.slack_standin import SlackStandIn
 
 
 @pytest.fixture
@@ -80,28 +51,6 @@ def bot(settings: Settings, promotions: Promotions) -> Iterator[str]:
     yield from serving_in_thread(
         make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
     )
-
-
-def command(bot: str, slack: LocalSlack, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML") -> dict:
-    """Send a signed slash command; the bot's reply as it reached the response_url."""
-    before = len([call for call in slack.calls if call.method == "response_url"])
-    answer = post_signed(bot, SECRET, slash_command_body(slack, slash, text, user, channel))
-    assert (answer.status_code, answer.text) == (200, "")
-    return slack.wait_for("response_url", before + 1)[-1].params
-
-
-def texts(reply: dict) -> str:
-    """The text a person sees: the blocks' texts, or the message text where there are no blocks."""
-    if not reply.get("blocks"):
-        return reply["text"]
-    parts = []
-    for block in reply["blocks"]:
-        parts.append(json.dumps(block.get("text", {}).get("text", ""), ensure_ascii=False))
-        parts += [json.dumps(field["text"], ensure_ascii=False) for field in block.get("fields", [])]
-        for element in block.get("elements", []):
-            text = element.get("text", "")
-            parts.append(json.dumps(text["text"] if isinstance(text, dict) else text, ensure_ascii=False))
-    return "\n".join(json.loads(part) for part in parts)
 
 
 def test_the_app_checks_its_token_on_start(slack, bot):
@@ -203,7 +152,7 @@ def test_a_manifest_or_a_backend_is_the_terminal_s_business(bot, slack):
 
 
 @pytest.fixture
-def governed(settings: Settings, slack: LocalSlack) -> Iterator[str]:
+def governed(settings: Settings, slack: SlackStandIn) -> Iterator[str]:
     """A bot whose config lets C0ML launch, and lets only U02B and the group S0READERS read logs."""
     slack.usergroups = {"S0READERS": ["U03CAROL"]}
     settings = settings.model_copy(
@@ -301,19 +250,6 @@ def test_a_token_slack_refuses_or_an_unreachable_slack_is_one_clear_error(settin
         Unavailable, match=r"did not accept SLACK_BOT_TOKEN .*check the token, and TRAINBOT_SLACK_API_URL"
     ):
         build_slack_app(Services(closed, promotions=promotions))
-
-
-def serve_env(slack: LocalSlack, data_dir: Path, **more: str) -> dict[str, str]:
-    """The environment of a `trainbot serve` that answers Slack through the stand-in (`more`: TRAINBOT_*)."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
-    return {
-        **clean,
-        "SLACK_BOT_TOKEN": "xoxb-test",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "TRAINBOT_SLACK_API_URL": slack.api_url,
-        "TRAINBOT_DATA_DIR": str(data_dir),
-        **{f"TRAINBOT_{name.upper()}": value for name, value in more.items()},
-    }
 
 
 def test_trainbot_serve_answers_slack_from_its_environment(slack, tmp_path):

@@ -14,7 +14,7 @@ from actions.evidence.bundle_shelf import BundleShelf
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from actions.state.posts import Post, SlackPosts
-from bot.console.local_slack import Call, LocalSlack, button_click_body, post_signed
+from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.render.blocks import notice
 from bot.render.charts import diagnosis_chart
 from bot.services import Services
@@ -23,14 +23,14 @@ from bot.slack.listeners.diagnosis import GONE, post_diagnosis
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
 from bot.web.app import make_app
 from diagnosers.engine import diagnose_path
-from tests.unit import test_slack_commands
-from tests.unit.test_diagnosis_view import EXAMPLES, hostile_bundle
-from tests.unit.test_slack_commands import SECRET, serving_in_thread, texts
+from tests.hostile_bundle import hostile_bundle
+from tests.paths import EXAMPLES
+from tests.slack_bot import SECRET, serving_in_thread, texts
+from tests.slack_standin import SlackStandIn
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
 
 # Settings that point the bot at the local Slack (tests/conftest.py): the slash commands' fixture.
-settings = test_slack_commands.settings
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def bot(settings: Settings) -> Iterator[str]:
 
 
 @pytest.fixture
-def poster(settings: Settings, slack: LocalSlack) -> Iterator[SlackPoster]:
+def poster(settings: Settings, slack: SlackStandIn) -> Iterator[SlackPoster]:
     posts = SlackPosts(settings.state_url())
     posts.create_schema()
     # Unpaced, so a test posting a thread's worth of messages does not wait a second for each.
@@ -65,7 +65,7 @@ def shelve_and_post(
     return key, kept
 
 
-def posts(slack: LocalSlack) -> list[Call]:
+def posts(slack: SlackStandIn) -> list[Call]:
     return [call for call in slack.calls if call.method == "chat.postMessage"]
 
 
@@ -118,7 +118,7 @@ def test_without_a_thread_the_diagnosis_starts_one_and_with_runbook_links_posts_
     assert runbook.params["thread_ts"] == completed.params["thread_ts"] == io_bound.answer["ts"]
 
 
-def click_show_evidence(bot: str, slack: LocalSlack, posted: Call, key: str) -> None:
+def click_show_evidence(bot: str, slack: SlackStandIn, posted: Call, key: str) -> None:
     answer = post_signed(bot, SECRET, button_click_body(slack, "diagnosis_evidence", key, ALICE, posted))
     assert (answer.status_code, answer.text) == (200, "")
 

@@ -12,22 +12,22 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.console.local_slack import LocalSlack, local_slack
 from bot.render.blocks import clip, render, render_view
 from bot.slack.app import OFFER_ACTION
+from tests.slack_standin import SlackStandIn, slack_standin
 
 OFFER = SimpleNamespace(kind="offer", text="tiny-transformer v3 was registered", model="tiny-transformer", version=3)
 
 
 @pytest.fixture(scope="module")
-def stand_in() -> Iterator[LocalSlack]:
+def stand_in() -> Iterator[SlackStandIn]:
     """Its own local Slack: these tests are refused on purpose, which the shared `slack` fixture forbids."""
-    with local_slack() as served:
+    with slack_standin() as served:
         yield served
 
 
 @pytest.fixture(scope="module")
-def client(stand_in: LocalSlack) -> WebClient:
+def client(stand_in: SlackStandIn) -> WebClient:
     return WebClient(token="xoxb-test", base_url=stand_in.api_url, timeout=10)
 
 

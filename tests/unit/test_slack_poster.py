@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from actions.state.posts import SlackPosts
-from bot.console.local_slack import LocalSlack
 from bot.render.blocks import notice
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
+from tests.slack_standin import SlackStandIn
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def posts(state_store_url) -> SlackPosts:
     return store
 
 
-def poster_for(slack: LocalSlack, posts: SlackPosts) -> SlackPoster:
+def poster_for(slack: SlackStandIn, posts: SlackPosts) -> SlackPoster:
     return SlackPoster(paced_client("xoxb-test", slack.api_url, timeout_s=10), posts)
 
 

@@ -15,22 +15,16 @@ from slack_bolt.adapter.socket_mode.builtin import SocketModeHandler
 
 from actions.errors import Unavailable
 from actions.settings import Settings
-from bot.console.local_slack import (
-    APP_TOKEN,
-    Call,
-    LocalSlack,
-    button_click_payload,
-    local_slack,
-    slash_command_fields,
-)
+from bot.console.local_slack import Call, button_click_payload, slash_command_fields
 from bot.http.metrics import Metrics
 from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.slack.socket_mode import connect_socket_mode
 from tests.local_socket_mode import LocalSocketMode
+from tests.paths import TRAINBOT
 from tests.processes import free_port, serving
-from tests.unit.test_cli import TRAINBOT
-from tests.unit.test_slack_commands import slack_settings, texts
+from tests.slack_bot import slack_settings, texts
+from tests.slack_standin import APP_TOKEN, SlackStandIn, slack_standin
 
 # Slack waits this long for an ack before it tells the person the command failed.
 ACK_LIMIT_S = 3.0
@@ -42,15 +36,15 @@ POSTED = Call("chat.postMessage", {"text": "tiny-transformer v3 -> staging"}, {"
 
 
 @pytest.fixture
-def slack() -> Iterator[LocalSlack]:
-    with local_slack(socket_mode=True) as stand_in:
+def slack() -> Iterator[SlackStandIn]:
+    with slack_standin(socket_mode=True) as stand_in:
         yield stand_in
-    assert not stand_in.overflows(), [(call.method, call.answer) for call in stand_in.overflows()]
+    stand_in.check_within_limits()
 
 
 @pytest.fixture
-def settings(tmp_path: Path, slack: LocalSlack) -> Settings:
-    # No signing secret: over Socket Mode there are no requests to sign.
+def socket_mode_settings(tmp_path: Path, slack: SlackStandIn) -> Settings:
+    """A bot with an app-level token and no signing secret: over Socket Mode there are no requests to sign."""
     return slack_settings(tmp_path, slack, slack_signing_secret="", slack_app_token=APP_TOKEN)
 
 
@@ -68,15 +62,15 @@ def connected(settings: Settings, metrics: Metrics) -> Iterator[SocketModeHandle
 
 
 @pytest.fixture
-def socket(settings: Settings, slack: LocalSlack, metrics: Metrics) -> Iterator[LocalSocketMode]:
+def socket(socket_mode_settings: Settings, slack: SlackStandIn, metrics: Metrics) -> Iterator[LocalSocketMode]:
     """Slack's end of the bot's open Socket Mode connection."""
     assert slack.socket_mode is not None
-    for _ in connected(settings, metrics):
+    for _ in connected(socket_mode_settings, metrics):
         slack.socket_mode.wait_connected()
         yield slack.socket_mode
 
 
-def slash(socket: LocalSocketMode, slack: LocalSlack, command: str, text: str, within_s: float = ACK_LIMIT_S) -> dict:
+def slash(socket: LocalSocketMode, slack: SlackStandIn, command: str, text: str, within_s: float = ACK_LIMIT_S) -> dict:
     """Send a slash command as Slack does over Socket Mode; once acked in time, the reply at its response_url."""
     before = len([call for call in slack.calls if call.method == "response_url"])
     envelope_id = socket.send(
@@ -117,15 +111,15 @@ def test_when_slack_refreshes_the_connection_the_bot_opens_a_new_one_and_goes_on
     [("xapp-1-A0TRAINBOT-1-not-this-one", "invalid_auth"), ("xoxb-test", "not_allowed_token_type")],
     ids=["unknown", "bot-token"],
 )
-def test_an_app_token_slack_refuses_is_one_clear_error(settings, slack, metrics, token, error):
-    refused = settings.model_copy(update={"slack_app_token": SecretStr(token)})
+def test_an_app_token_slack_refuses_is_one_clear_error(socket_mode_settings, slack, metrics, token, error):
+    refused = socket_mode_settings.model_copy(update={"slack_app_token": SecretStr(token)})
     with pytest.raises(Unavailable, match=rf"opened no Socket Mode connection for SLACK_APP_TOKEN \({error}\)"):
         for _ in connected(refused, metrics):
             pass
     assert slack.socket_mode is not None and slack.socket_mode.connections == 0
 
 
-def environment(slack: LocalSlack, tmp_path: Path, **slack_env: str) -> dict[str, str]:
+def environment(slack: SlackStandIn, tmp_path: Path, **slack_env: str) -> dict[str, str]:
     clean = {key: value for key, value in os.environ.items() if not key.startswith(("TRAINBOT_", "SLACK_"))}
     return {**clean, **slack_env, "TRAINBOT_SLACK_API_URL": slack.api_url, "TRAINBOT_DATA_DIR": str(tmp_path)}
 

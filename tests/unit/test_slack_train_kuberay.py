@@ -15,12 +15,12 @@ from actions.jobs.service import Jobs
 from actions.jobs.templates import TINY_TRANSFORMER
 from actions.settings import Settings
 from bot.commands.grammar import Slash
-from bot.console.local_slack import LocalSlack
 from bot.render.blocks import Message
 from bot.slack.authorization import Authorization
 from bot.slack.listeners.train import TrainDesk, answer_train
 from tests.kube_standin import ServedStandin
-from tests.unit.test_kuberay_backend import RUNNING, launch_of, team_launch
+from tests.kuberay_launches import RUNNING, launch_of, team_launch
+from tests.slack_standin import SlackStandIn
 
 MAY_LAUNCH = {"launch": {"channels": ["C0ML"]}}
 
@@ -75,7 +75,7 @@ def test_a_job_trainbot_launched_is_cancelled_without_cancel_any(standin, jobs):
     assert standin.rayjob(ours.name) is None
 
 
-def test_status_shows_ray_s_whole_20000_character_message_cut_to_slack_s_limits(standin, jobs, slack: LocalSlack):
+def test_status_shows_ray_s_whole_20000_character_message_cut_to_slack_s_limits(standin, jobs, slack: SlackStandIn):
     ours = jobs.launch(launch_of())
     said = "Job entrypoint command failed with exit code 1, last available logs:\n" + "<Traceback> " * 1700
     standin.set_status(ours.name, {**RUNNING, "jobStatus": "FAILED", "message": said, "reason": "AppFailed"})

@@ -13,34 +13,10 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import StatementError
 
 from actions.errors import BadRequest, Conflict, NotFound
-from actions.jobs.job import JobState, JobStatus, Launch
+from actions.jobs.job import JobState, JobStatus
 from actions.jobs.records import Store
-from actions.jobs.templates import TINY_TRANSFORMER
 from actions.state.database import _switch_to_wal
-
-
-def open_store(url: str) -> Store:
-    store = Store(url)
-    store.create_schema()
-    return store
-
-
-def launch(name: str, requester: str = "alice", params: dict | None = None) -> Launch:
-    params = {"lr": 0.001, "strategy": "fsdp"} if params is None else params
-    return Launch(
-        name=name,
-        kind="train",
-        template=TINY_TRANSFORMER,
-        params=params,
-        workers=2,
-        gpus_per_worker=1,
-        requester=requester,
-        argv=TINY_TRANSFORMER.argv(params, 2, 1),
-    )
-
-
-def launched(store: Store, name: str, requester: str = "alice", state: JobState = JobState.PENDING) -> None:
-    store.record_launch(launch(name, requester), "local", JobStatus(name, state))
+from tests.job_records import launch, launched, open_store
 
 
 def observed(record: JobStatus) -> JobStatus:

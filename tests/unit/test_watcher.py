@@ -9,7 +9,7 @@ from actions.jobs.job import JobState, JobStatus
 from actions.jobs.service import Jobs
 from actions.jobs.watcher import poll_changes, watch
 from actions.settings import Settings
-from tests.unit.test_store import launched, open_store
+from tests.job_records import launched, open_store
 
 PENDING, RUNNING, SUCCEEDED, FAILED = JobState.PENDING, JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED
 
