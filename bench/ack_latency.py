@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import requests
 
 from bot.console.local_slack import LocalSlack, signed_headers, slash_command_body
-from tests.processes import free_port, serving
+from tests.servers.processes import free_port, serving
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment

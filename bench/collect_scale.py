@@ -27,8 +27,8 @@ from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.prometheus import collect_prometheus
 from diagnosers.collect.target import CollectConfig, Target
-from tests import prometheus_server as server
-from tests.scenarios import START, STEP_S, Gpu, dcgm_labels
+from tests.builders.scenarios import START, STEP_S, Gpu, dcgm_labels
+from tests.servers import prometheus_server as server
 
 HOSTS, PER_HOST = 8, 8
 WINDOW_S = 6 * 3600

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from actions.promotions.registry import MLFLOW_HTTP_VARIABLES
-from tests.postgres import create_database, private_cluster, server_bin_dir
-from tests.slack_standin import SlackStandIn, slack_standin
+from tests.servers.postgres import create_database, private_cluster, server_bin_dir
+from tests.standins.slack_standin import SlackStandIn, slack_standin
 
 # In CI a missing PostgreSQL must fail the run, not skip half the store suite.
 REQUIRE_POSTGRES = os.environ.get("CI") == "true"

@@ -1,7 +1,7 @@
 """Where a sweep stands, read from the MLflow runs its driver writes (workloads/sweep_tracking.py): one
 parent run named after the sweep and one nested run per trial, all tagged with the sweep's name.
 
-The tags are the driver's; tests/unit/test_sweep_progress.py holds them equal, since the driver runs in
+The tags are the driver's; tests/unit/actions/test_sweep_progress.py holds them equal, since the driver runs in
 the cluster and this side may not import it.
 """
 

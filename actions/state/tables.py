@@ -1,6 +1,6 @@
 """Every table of the state store, in one schema: what each subject keeps (jobs, promotions, MLflow's
 deliveries, alert threads, Slack posts and signatures). Each change to it comes with a revision in
-actions/state/migrations/versions/ (tests/unit/test_migrations.py compares the two)."""
+actions/state/migrations/versions/ (tests/unit/actions/test_migrations.py compares the two)."""
 
 from __future__ import annotations
 

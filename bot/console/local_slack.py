@@ -1,6 +1,6 @@
 """Slack on one machine, for the console: the Web API the bot calls (recorded, answered as Slack documents it),
 the response_url of slash commands, and requests to the bot signed as Slack signs them. The tests serve a
-subclass of it (tests/slack_standin.py) that also waits for calls and speaks Socket Mode."""
+subclass of it (tests/standins/slack_standin.py) that also waits for calls and speaks Socket Mode."""
 
 from __future__ import annotations
 

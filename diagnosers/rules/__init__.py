@@ -59,8 +59,8 @@ RULES: tuple[Rule, ...] = tuple(
     )
 )
 
-# After ruff's code registry: each finding id to its rule, from the rules' EMITS (tests/unit/test_rules.py checks
-# that each of the ids has exactly one).
+# After ruff's code registry: each finding id to its rule, from the rules' EMITS
+# (tests/unit/diagnosers/test_rules.py checks that each of the ids has exactly one).
 RULE_BY_FINDING_ID: dict[str, Rule] = {finding_id: rule for rule in RULES for finding_id in rule.emits}
 
 # The metrics the rules read: load only these of an exporter's metrics.

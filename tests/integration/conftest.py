@@ -11,7 +11,7 @@ import pytest
 
 from actions.jobs.backends.local_head import ensure_head, stop_head
 from actions.settings import Settings
-from tests.processes import free_port
+from tests.servers.processes import free_port
 
 
 @pytest.fixture(scope="session")

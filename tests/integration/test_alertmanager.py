@@ -18,11 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from actions.alerts.threads import AlertThread, AlertThreads
 from bot.console.local_slack import Call, button_click_body, post_signed
-from tests.alertmanager import alert, missing_binary, post_alerts, running_alertmanager
 from tests.paths import TRAINBOT
-from tests.processes import free_port, serving
-from tests.slack_bot import SECRET, serve_env, texts
-from tests.slack_standin import SlackStandIn, slack_standin
+from tests.servers.alertmanager import alert, missing_binary, post_alerts, running_alertmanager
+from tests.servers.processes import free_port, serving
+from tests.standins.slack_bot import SECRET, serve_env, texts
+from tests.standins.slack_standin import SlackStandIn, slack_standin
 
 pytestmark = pytest.mark.integration
 

@@ -27,9 +27,9 @@ from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.prometheus import collect_prometheus
 from diagnosers.collect.target import CollectConfig, Target
 from diagnosers.engine import diagnose_path
-from tests import prometheus_server as server
+from tests.builders.scenarios import START, STEP_S
 from tests.paths import EXAMPLES
-from tests.scenarios import START, STEP_S
+from tests.servers import prometheus_server as server
 
 pytestmark = pytest.mark.integration
 

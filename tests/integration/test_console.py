@@ -12,9 +12,9 @@ from mlflow import MlflowClient
 
 from actions.settings import Settings
 from bot.console.terminal import run_console
+from tests.builders.model_registry import register
 from tests.integration.cli import trainbot
-from tests.model_registry import register
-from tests.processes import free_port
+from tests.servers.processes import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 
 from actions.jobs.backends.local_head import temp_dir
 from tests.integration.cli import launch, trainbot, wait_for
-from tests.prometheus_server import missing_binaries, running_prometheus
+from tests.servers.prometheus_server import missing_binaries, running_prometheus
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from actions.settings import Settings
 from bot.web.mlflow_webhook import DELIVERY_HEADER, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from tests.integration.cli import trainbot
 from tests.paths import TRAINBOT
-from tests.processes import free_port, serving
+from tests.servers.processes import free_port, serving
 
 pytestmark = pytest.mark.integration
 

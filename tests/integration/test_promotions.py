@@ -19,8 +19,8 @@ from actions.promotions.registry import Registry
 from actions.promotions.service import APPLY_LEASE, Promotions
 from actions.promotions.store import PromotionState, now
 from actions.settings import Settings
+from tests.builders.model_registry import alias, register
 from tests.integration.cli import trainbot
-from tests.model_registry import alias, register
 
 pytestmark = pytest.mark.integration
 

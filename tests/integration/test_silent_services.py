@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.paths import TRAINBOT
-from tests.processes import free_port
-from tests.silent_server import HOST, silent_server
+from tests.servers.processes import free_port
+from tests.standins.silent_server import HOST, silent_server
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ from bot.services import Services
 from bot.slack.app import SlackBot, build_slack_app
 from bot.slack.job_watcher import start_job_watcher
 from bot.web.app import make_app
-from tests.slack_bot import SECRET, command, serving_in_thread, texts
-from tests.slack_standin import SlackStandIn
+from tests.standins.slack_bot import SECRET, command, serving_in_thread, texts
+from tests.standins.slack_standin import SlackStandIn
 
 pytestmark = pytest.mark.integration
 

@@ -26,9 +26,9 @@ from bot.slack.app import REJECT_REASON, build_slack_app
 from bot.slack.notices import post_notices
 from bot.slack.poster import SlackPoster
 from bot.web.app import make_app
-from tests.model_registry import alias, register
-from tests.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
-from tests.slack_standin import SlackStandIn, slack_standin
+from tests.builders.model_registry import alias, register
+from tests.standins.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
+from tests.standins.slack_standin import SlackStandIn, slack_standin
 
 pytestmark = pytest.mark.integration
 

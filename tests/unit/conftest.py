@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from actions.settings import Settings
-from tests.slack_bot import slack_settings
-from tests.slack_standin import SlackStandIn
+from tests.standins.slack_bot import slack_settings
+from tests.standins.slack_standin import SlackStandIn
 
 
 @pytest.fixture

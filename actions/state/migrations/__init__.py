@@ -58,7 +58,7 @@ def upgrade(engine: Engine) -> Upgrade:
 
 def head() -> str:
     """The newest revision. Each file in versions/ is named after its revision, numbered in the order of
-    the chain (tests/unit/test_migrations.py holds them to it)."""
+    the chain (tests/unit/actions/test_migrations.py holds them to it)."""
     return max(path.stem for path in VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 

@@ -1,0 +1,1 @@
+"""Actions: jobs, backends, templates and sweeps, promotions, the state store and its migrations."""

@@ -1,0 +1,1 @@
+"""The command line, the web server and what the bot renders."""

@@ -1,0 +1,1 @@
+"""Collecting evidence: Kubernetes, local logs, Prometheus queries."""

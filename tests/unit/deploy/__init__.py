@@ -1,0 +1,1 @@
+"""deploy/: images, manifests and alert rules, checked without a cluster."""

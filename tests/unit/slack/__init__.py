@@ -1,0 +1,1 @@
+"""The Slack app: commands, buttons, posters, limits, Socket Mode, authorization."""

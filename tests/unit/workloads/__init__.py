@@ -1,0 +1,1 @@
+"""The training workloads that run inside Ray jobs."""
