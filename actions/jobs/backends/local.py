@@ -69,7 +69,7 @@ class LocalBackend:
             time.sleep(AGENT_RETRY_S)
 
     def status(self, name: str) -> JobStatus:
-        client = self._connect()
+        client = self._connect(job=name)
         try:
             details = client.get_job_info(name)
         except RuntimeError as error:
@@ -79,7 +79,7 @@ class LocalBackend:
         return self._status_of(details)
 
     def logs(self, name: str, tail: int | None = None) -> str:
-        client = self._connect()
+        client = self._connect(job=name)
         try:
             text = client.get_job_logs(name)
         except RuntimeError as error:
@@ -93,7 +93,7 @@ class LocalBackend:
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         if suspend:
             raise BadRequest("a local Ray job cannot be suspended, only stopped; drop --suspend")
-        client = self._connect()
+        client = self._connect(job=name)
         try:
             client.stop_job(name)
         except RuntimeError as error:
@@ -115,13 +115,15 @@ class LocalBackend:
             raise self._unreachable(error) from None
         return [self._status_of(job) for job in jobs if (job.metadata or {}).get(MANAGED_BY) == MANAGER]
 
-    def _connect(self, start: bool = False) -> TimedJobSubmissionClient:
-        """A client of the local head; only a launch starts one (a status query or a typo must not)."""
+    def _connect(self, start: bool = False, job: str | None = None) -> TimedJobSubmissionClient:
+        """A client of the local head; only a launch starts one (a status query or a typo must not). `job`: the
+        job asked about, named when no head answers."""
         if self._client is None:
             url = ensure_head(self._settings) if start else dashboard_url(self._settings)
             if not start and not head_running(url):
+                runs = f"has no job {job!r}" if job else "runs no jobs"
                 raise Unavailable(
-                    f"no local Ray head answers at {url}, so it runs no jobs; "
+                    f"no local Ray head answers at {url}, so it {runs}; "
                     "`trainbot jobs` lists what was launched, and a launch starts the head"
                 )
             from actions.jobs.backends.ray_jobs_client import TimedJobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast

@@ -14,6 +14,7 @@ import yaml
 from actions.jobs.job import DNS_1035
 from diagnosers.findings import FINDING_IDS
 from tests.paths import EXAMPLES, TRAINBOT
+from tests.servers.processes import free_port
 from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 
 
@@ -188,6 +189,17 @@ def test_a_kuberay_sweep_dry_run_is_one_rayjob_running_the_driver():
     if not RAYJOB_CRD.is_file():
         pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
     assert problems(RAYJOB_CRD, rayjob) == []
+
+
+def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp_path):
+    port = free_port()  # nothing listens there: no head of anyone's answers
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path / "data"), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(port)}
+    result = run("status", "nosuchjob-x1", env=env)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"trainbot: no local Ray head answers at http://127.0.0.1:{port}, so it has no job 'nosuchjob-x1'; "
+        "`trainbot jobs` lists what was launched, and a launch starts the head\n"
+    )
 
 
 def test_output_name_prints_only_a_fresh_job_name():

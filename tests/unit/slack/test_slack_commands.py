@@ -115,7 +115,8 @@ def test_jobs_lists_what_was_launched(bot, slack, settings):
 def test_status_without_a_ray_head_says_so_and_starts_none(bot, slack, settings):
     shown = texts(command(bot, slack, "/train", "status nosuchjob"))
     assert shown == (
-        f":warning: no local Ray head answers at http://127.0.0.1:{settings.local_dashboard_port}, so it runs no jobs; "
+        f":warning: no local Ray head answers at http://127.0.0.1:{settings.local_dashboard_port}, "
+        "so it has no job 'nosuchjob'; "
         "`trainbot jobs` lists what was launched, and a launch starts the head"
     )
     assert not head_running(dashboard_url(settings))
