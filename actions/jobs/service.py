@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from actions.errors import NotFound
 from actions.jobs.backends import backend_named
@@ -22,6 +23,19 @@ class StatusHistory:
 
     def to_dict(self) -> dict[str, object]:
         return {**self.status.to_dict(), "history": [event.to_dict() for event in self.history]}
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """What `cancel` did: the job's status after, the action asked for, and whether its backend was asked (not
+    when the job had already ended)."""
+
+    status: JobStatus
+    action: Literal["stop", "suspend"]
+    requested: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.status.to_dict(), "action": self.action, "requested": self.requested}
 
 
 class Jobs:
@@ -72,11 +86,16 @@ class Jobs:
         name, backend = self._locate(job)
         return backend.logs(name, tail)
 
-    def cancel(self, job: str, suspend: bool = False) -> JobStatus:
+    def cancel(self, job: str, suspend: bool = False) -> Cancellation:
+        """Stop the job (or suspend it); one that has already ended is left as it is, its backend asked nothing."""
         name, backend = self._locate(job)
-        status = backend.cancel(name, suspend)
+        action: Literal["stop", "suspend"] = "suspend" if suspend else "stop"
+        status = backend.status(name)
+        requested = not status.state.terminal
+        if requested:
+            status = backend.cancel(name, suspend)
         self.store.record_status(status)
-        return status
+        return Cancellation(status, action, requested)
 
     def observe(
         self, backend: str | None = None, timeout_s: float | None = None

@@ -219,9 +219,10 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    status = jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
-    action = "suspend" if args.suspend else "stop"
-    print_document(status.to_dict(), args.output, text=f"{status.name}: {status.state} ({action} requested)")
+    from bot.render.job_view import cancellation_text  # noqa: PLC0415
+
+    cancellation = jobs_service(_settings()).cancel(args.job, suspend=args.suspend)
+    print_document(cancellation.to_dict(), args.output, text=cancellation_text(cancellation))
     return 0
 
 

@@ -1,11 +1,15 @@
-"""Jobs as text for the terminal: a table of jobs, one job's status with its history."""
+"""Jobs as text for the terminal: a table of jobs, one job's status with its history, what a cancel did."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from actions.jobs.job import JobStatus
 from actions.jobs.records import Event, JobRecord
+
+if TYPE_CHECKING:
+    from actions.jobs.service import Cancellation
 
 COLUMNS = ("NAME", "STATE", "BACKEND", "TEMPLATE", "REQUESTER", "AGE")
 
@@ -39,6 +43,14 @@ def status_text(status: JobStatus, history: list[Event]) -> str:
             for event in history
         ]
     return "\n".join(lines)
+
+
+def cancellation_text(cancellation: Cancellation) -> str:
+    """One line, for the terminal and Slack alike: the state now and whether a stop (or suspend) was asked."""
+    status, action = cancellation.status, cancellation.action
+    if cancellation.requested:
+        return f"{status.name}: {status.state} ({action} requested)"
+    return f"{status.name}: already {status.state}; nothing to {action}"
 
 
 def age(created: datetime, now: datetime | None = None) -> str:

@@ -40,6 +40,16 @@ def test_a_running_job_can_be_cancelled(ray_env):
     assert cancelled["name"] == job
     status = wait_for(ray_env, job, {"STOPPED", "FAILED", "SUCCEEDED"}, timeout_s=120)
     assert status["state"] == "STOPPED"
+    again = trainbot(ray_env, "cancel", job)
+    assert again.stdout == f"{job}: already STOPPED; nothing to stop\n"
+
+
+def test_status_of_a_job_the_running_head_does_not_know_names_it_in_one_line(ray_env):
+    unknown = trainbot(ray_env, "status", "nosuchjob-x1", check=False)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr == (
+        "trainbot: no job 'nosuchjob-x1' on the local Ray head; `trainbot jobs` lists the jobs trainbot launched\n"
+    )
 
 
 def test_a_ten_trial_sweep_is_tracked_in_mlflow_and_the_best_registered(ray_env, ray_settings):

@@ -13,7 +13,7 @@ from bot.commands.diagnose import add_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
 from bot.commands.jobs import add_job_commands, launch_request
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
-from bot.render.job_view import age
+from bot.render.job_view import age, cancellation_text
 from bot.slack.authorization import CANCEL_ANY
 
 if TYPE_CHECKING:
@@ -89,8 +89,7 @@ def train_cancel(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     jobs = desk.jobs()
     if not jobs.launched(command.args.job):
         desk.authorize(CANCEL_ANY, slash)
-    status = jobs.cancel(command.args.job, suspend=command.args.suspend)
-    return notice(f"{status.name}: {status.state} ({'suspend' if command.args.suspend else 'stop'} requested)")
+    return notice(cancellation_text(jobs.cancel(command.args.job, suspend=command.args.suspend)))
 
 
 def train_help(command: Command, slash: Slash, desk: TrainDesk) -> Message:

@@ -8,14 +8,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+import kmock
 import pytest
 import yaml
 
+from actions.jobs.backends.kuberay import KubeRayBackend
 from actions.jobs.job import DNS_1035
+from actions.settings import Settings
 from diagnosers.findings import FINDING_IDS
+from tests.builders.kuberay_launches import RUNNING, launch_of
 from tests.paths import EXAMPLES, TRAINBOT
 from tests.servers.processes import free_port
 from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
+from tests.standins.kube_standin import ServedStandin
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -200,6 +205,54 @@ def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp
         f"trainbot: no local Ray head answers at http://127.0.0.1:{port}, so it has no job 'nosuchjob-x1'; "
         "`trainbot jobs` lists what was launched, and a launch starts the head\n"
     )
+
+
+def kuberay_env(standin: ServedStandin, tmp_path: Path) -> dict[str, str]:
+    """The environment of a `trainbot` that talks to the KubeRay stand-in through a kubeconfig naming it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: standin, cluster: {{server: "{standin.url}"}}}}]
+users: [{{name: standin, user: {{token: t0ken}}}}]
+contexts: [{{name: standin, context: {{cluster: standin, user: standin, namespace: default}}}}]
+current-context: standin
+"""
+    )
+    return {
+        "KUBECONFIG": str(kubeconfig),
+        "TRAINBOT_BACKEND": "kuberay",
+        "TRAINBOT_NAMESPACE": "default",
+        "TRAINBOT_DATA_DIR": str(tmp_path / "data"),
+    }
+
+
+def test_cancel_of_a_finished_job_says_it_had_already_ended_and_deletes_nothing(tmp_path):
+    with ServedStandin() as standin:
+        env = kuberay_env(standin, tmp_path)
+        finished, running = launch_of(), launch_of()
+        backend = KubeRayBackend(Settings(data_dir=tmp_path, namespace="default"), standin.api_client())
+        for launch in (finished, running):
+            backend.submit(launch)
+        standin.set_status(finished.name, {"jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete"})
+        standin.set_status(running.name, RUNNING)
+
+        said = run("cancel", finished.name, env=env)
+        assert (said.returncode, said.stdout, said.stderr) == (
+            0,
+            f"{finished.name}: already SUCCEEDED; nothing to stop\n",
+            "",
+        )
+        as_json = json.loads(run("cancel", finished.name, "-o", "json", env=env).stdout)
+        assert (as_json["name"], as_json["state"], as_json["action"], as_json["requested"]) == (
+            finished.name, "SUCCEEDED", "stop", False
+        )  # fmt: skip
+        assert standin.rayjob(finished.name) is not None
+        assert not list(standin.api[kmock.action.DELETE])
+
+        stopped = run("cancel", running.name, env=env)
+        assert (stopped.returncode, stopped.stdout) == (0, f"{running.name}: STOPPED (stop requested)\n")
+        assert standin.rayjob(running.name) is None
 
 
 def test_output_name_prints_only_a_fresh_job_name():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import kmock
 import pytest
 from slack_sdk import WebClient
 
@@ -73,6 +74,17 @@ def test_a_job_trainbot_launched_is_cancelled_without_cancel_any(standin, jobs):
     assert ours.template == TINY_TRANSFORMER.name
     assert "STOPPED" in cancel(jobs, ours.name[:-2], "U01ALICE", MAY_LAUNCH)  # a prefix finds it
     assert standin.rayjob(ours.name) is None
+
+
+@pytest.mark.parametrize("words", ["", " --suspend"])
+def test_cancelling_a_job_that_had_already_ended_says_so_and_asks_kubernetes_for_nothing(standin, jobs, words):
+    ours = jobs.launch(launch_of())
+    standin.set_status(ours.name, {"jobStatus": "FAILED", "jobDeploymentStatus": "Failed"})
+    action = "suspend" if words else "stop"
+    said = train(jobs, f"cancel {ours.name}{words}").text
+    assert said == f"{ours.name}: already FAILED; nothing to {action}"
+    assert standin.rayjob(ours.name) is not None
+    assert not list(standin.api[kmock.action.DELETE]) and not list(standin.api[kmock.action.UPDATE])
 
 
 def test_status_shows_ray_s_whole_20000_character_message_cut_to_slack_s_limits(standin, jobs, slack: SlackStandIn):
