@@ -19,7 +19,7 @@ from diagnosers.findings import FINDING_IDS
 from tests.builders.kuberay_launches import RUNNING, launch_of
 from tests.paths import EXAMPLES, TRAINBOT
 from tests.servers.processes import free_port
-from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
+from tests.standins.crd_schema import RAYJOB, SAMPLES_DIR, problems, require_crd
 from tests.standins.kube_standin import ServedStandin
 
 
@@ -135,9 +135,7 @@ def test_a_kuberay_dry_run_prints_a_rayjob_the_crd_accepts(tmp_path):
     assert workers["replicas"] == 4
     assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert not (tmp_path / "data").exists(), "a dry run must leave nothing behind"
-    if not RAYJOB_CRD.is_file():
-        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
@@ -149,7 +147,7 @@ def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
     rayjob = json.loads(result.stdout)
     assert rayjob["spec"]["entrypoint"].endswith(" --epochs 3")
     assert rayjob["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainbot"
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 @pytest.mark.parametrize(
@@ -191,9 +189,7 @@ def test_a_kuberay_sweep_dry_run_is_one_rayjob_running_the_driver():
     assert argv[:3] == ["python", "-m", "workloads.sweep"]
     assert argv[argv.index("--tracking-uri") + 1] == "http://mlflow.ml.svc:5000"
     assert rayjob["metadata"]["labels"]["trainbot.dev/kind"] == "sweep"
-    if not RAYJOB_CRD.is_file():
-        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp_path):
