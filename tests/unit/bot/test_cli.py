@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from actions.jobs.job import DNS_1035
 from actions.settings import Settings
 from diagnosers.findings import FINDING_IDS
 from tests.builders.kuberay_launches import RUNNING, launch_of
-from tests.paths import EXAMPLES, TRAINBOT
+from tests.paths import DOCS, EXAMPLES, TRAINBOT
 from tests.servers.processes import free_port
 from tests.standins.crd_schema import RAYJOB, SAMPLES_DIR, problems, require_crd
 from tests.standins.kube_standin import ServedStandin
@@ -45,6 +46,15 @@ def test_json_output_is_exactly_the_bundle_md_shape():
         for quote in found["evidence"]:
             assert set(quote) == {"source", "line", "text"}
             assert isinstance(quote["line"], int)
+
+
+def test_diagnose_help_points_at_the_bundle_doc_that_ships_with_every_finding_id():
+    result = run("diagnose", "--help")
+    assert result.returncode == 0
+    assert "docs/bundle.md in trainbot's source" in result.stdout
+    assert "BUNDLE.md" not in result.stdout  # the spec, which the project does not ship
+    documented = re.findall(r"^\| `([a-z-]+)` \|", (DOCS / "bundle.md").read_text(), re.MULTILINE)
+    assert sorted(documented) == sorted(FINDING_IDS)
 
 
 def test_text_output_names_verdict_runbook_and_evidence():
