@@ -119,7 +119,7 @@ def test_each_overlay_renders_the_whole_deployment(overlay, objects):
     assert {obj["kind"] for obj in objects} == EXPECTED_KINDS[overlay]
     namespaces = {obj["metadata"].get("namespace") for obj in objects}
     assert namespaces == {load_yaml(KUSTOMIZE / "overlays" / overlay / "kustomization.yaml")["namespace"]}
-    assert not of_kind(objects, "Secret"), "secrets are created by hand (README), never rendered from the repo"
+    assert not of_kind(objects, "Secret"), "secrets are created by hand (docs/deploy.md), never rendered from the repo"
 
 
 def test_every_object_is_valid_for_kubernetes_1_30_or_its_crd(objects):
