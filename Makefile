@@ -2,6 +2,7 @@
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+INSTALL_LOG := $(VENV)/install.log
 # The CPU wheel on these machines; an unpinned torch pulls GBs of CUDA packages.
 TORCH := torch==2.13.0
 
@@ -9,12 +10,13 @@ TORCH := torch==2.13.0
 
 install: $(STAMP)
 
+# pip's and the build backend's chatter goes to a log, shown only when the install fails.
 $(STAMP): pyproject.toml
-	python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet $(TORCH)
-	$(PYTHON) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(PYTHON) || python3 -m venv $(VENV)
+	@echo "Installing trainbot and its dependencies into $(VENV) (a few minutes the first time; log: $(INSTALL_LOG))"
+	@{ $(PYTHON) -m pip install --upgrade pip && $(PYTHON) -m pip install $(TORCH) && $(PYTHON) -m pip install -e '.[dev]'; } \
+		>$(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); echo "make install failed: the output above is in $(INSTALL_LOG)" >&2; exit 1; }
+	@touch $(STAMP)
 
 # The console: Slack in this terminal, against the real bot on embedded defaults (local Ray, sqlite MLflow).
 run: install

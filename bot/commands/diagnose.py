@@ -17,15 +17,26 @@ if TYPE_CHECKING:
 
 # A trainbot job, a RayJob (optionally namespace/name) or a Ray submission id (raysubmit_XXXX).
 JOB_NAME = re.compile(r"([a-z0-9][-a-z0-9]*/)?[A-Za-z0-9][-_A-Za-z0-9]*")
+JOB_KINDS = "its name or a prefix, a RayJob name, or a Ray submission id"
+BUNDLE_DOC = "docs/bundle.md in trainbot's source"
 
 
 def add_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    diagnose = commands.add_parser("diagnose", help="diagnose a job live, or an evidence bundle (folder or .tar.gz)")
-    diagnose.add_argument(
-        "target", metavar="JOB|PATH", help="a job (name or prefix, RayJob name, Ray submission id) or a bundle"
+    """The CLI's `diagnose`: a job, or a bundle on this machine."""
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="diagnose a job live, or an evidence bundle (folder or .tar.gz)",
+        epilog=f"A bundle's layout and the diagnosis JSON: {BUNDLE_DOC}",
     )
-    diagnose.add_argument("--json", action="store_true", help="print the diagnosis JSON of BUNDLE.md")
+    diagnose.add_argument("target", metavar="JOB|PATH", help=f"a job ({JOB_KINDS}) or a bundle's path")
+    diagnose.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     diagnose.set_defaults(handler=_diagnose)
+
+
+def add_chat_diagnose_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Chat's `diagnose`: a job only (a bundle is a file on someone's machine), the diagnosis posted in its thread."""
+    diagnose = commands.add_parser("diagnose", help="diagnose a job live and post the diagnosis in its thread")
+    diagnose.add_argument("target", metavar="JOB", help=f"a job: {JOB_KINDS}")
 
 
 def _diagnose(args: argparse.Namespace) -> int:

@@ -4,27 +4,80 @@ jsonschema ignores the `x-kubernetes-*` keys, so CEL rules go unchecked (see sha
 A structural schema also lets unknown fields through, which the API server drops without a word (or
 refuses with fieldValidation=Strict); `unknown_fields` names them, so a misspelt key fails a test
 instead of vanishing from the cluster's copy.
+
+The CRDs come from the folder TRAINBOT_KUBERAY_CRDS names, else from the shared checkout beside the repo;
+without either, the tests that need them skip, saying how to supply them.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from jsonschema import Draft7Validator
 
 # The shared checkout sits beside the repository: <repo>/../shared.
 SHARED_DIR = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
 KUBERAY_DIR = SHARED_DIR / "kuberay"
-RAYJOB_CRD = KUBERAY_DIR / "crds" / "ray.io_rayjobs.yaml"
+SHARED_CRDS = KUBERAY_DIR / "crds"
 SAMPLES_DIR = KUBERAY_DIR / "samples"
+# A folder of the KubeRay CRDs a person names (a clone has no shared checkout beside it).
+CRDS_ENV = "TRAINBOT_KUBERAY_CRDS"
+HOW_TO_SUPPLY = (
+    f"kubectl get crd rayjobs.ray.io rayclusters.ray.io -o yaml > DIR/crds.yaml, then {CRDS_ENV}=DIR "
+    "(one file per CRD, as KubeRay's helm chart ships them, works too)"
+)
+RAYJOB = "RayJob"
+CRD_SUFFIXES = (".yaml", ".yml", ".json")
 # An error message quotes the offending value; a whole pod template is not worth reading.
 MAX_MESSAGE_CHARS = 300
+
+
+def crds_dir() -> Path:
+    """Where the CRDs are read from: the folder named by TRAINBOT_KUBERAY_CRDS, else the shared checkout's."""
+    named = os.environ.get(CRDS_ENV)
+    return Path(named).expanduser() if named else SHARED_CRDS
+
+
+@functools.cache
+def crds_in(folder: Path) -> dict[str, dict[str, Any]]:
+    """The CustomResourceDefinitions in `folder` by the kind they define, read from every YAML or JSON file there:
+    one CRD a file, several documents, or a `kind: List` of them as `kubectl get crd ... -o yaml` writes.
+    Parsed once per run: a CRD is over 1 MB."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    crds: dict[str, dict[str, Any]] = {}
+    files = sorted(path for path in folder.iterdir() if path.suffix in CRD_SUFFIXES) if folder.is_dir() else []
+    for path in files:
+        for document in yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader):
+            is_list = isinstance(document, dict) and document.get("kind") == "List"
+            for item in (document.get("items") or []) if is_list else [document]:
+                if isinstance(item, dict) and item.get("kind") == "CustomResourceDefinition":
+                    crds[item["spec"]["names"]["kind"]] = item
+    return crds
+
+
+def find_crd(kind: str) -> dict[str, Any] | None:
+    """The CRD that defines `kind` (RayJob, RayCluster), or None where the CRDs folder has none."""
+    return crds_in(crds_dir()).get(kind)
+
+
+def missing_reason(kind: str) -> str:
+    """Why a test of `kind` against its CRD cannot run, and how to let it."""
+    return f"no {kind} CRD in {crds_dir()}: {HOW_TO_SUPPLY}"
+
+
+def require_crd(kind: str) -> str:
+    """`kind`, for `problems`, or skip the test saying how to supply its CRD."""
+    if find_crd(kind) is None:
+        pytest.skip(missing_reason(kind))
+    return kind
 
 
 @dataclass(frozen=True)
@@ -38,15 +91,15 @@ class Problem:
         return f"{self.field}: {self.message}"
 
 
-@functools.cache
-def load_schema(crd_path: Path, version: str = "v1") -> dict[str, Any]:
-    """The openAPIV3Schema the CRD serves for `version` (parsed once per run: the file is over 1 MB)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    crd = yaml.load(crd_path.read_text(encoding="utf-8"), Loader=loader)
+def load_schema(kind: str, version: str = "v1") -> dict[str, Any]:
+    """The openAPIV3Schema the CRD of `kind` serves for `version`."""
+    crd = find_crd(kind)
+    if crd is None:
+        raise LookupError(missing_reason(kind))
     for served in crd["spec"]["versions"]:
         if served["name"] == version:
             return served["schema"]["openAPIV3Schema"]
-    raise KeyError(f"{crd_path} serves no version {version}")
+    raise KeyError(f"the {kind} CRD in {crds_dir()} serves no version {version}")
 
 
 def with_defaults(schema: dict[str, Any], document: Any) -> Any:
@@ -107,9 +160,10 @@ def _unknown(schema: dict[str, Any], node: Any, path: tuple[str | int, ...]) -> 
             yield from _unknown(schema["items"], item, (*path, index))
 
 
-def problems(crd_path: Path, document: dict[str, Any], version: str = "v1") -> list[Problem]:
-    """Everything the API server would refuse in `document`: schema errors after defaulting, unknown fields."""
-    schema = load_schema(crd_path, version)
+def problems(kind: str, document: dict[str, Any], version: str = "v1") -> list[Problem]:
+    """Everything the API server would refuse in `document`, a `kind`: schema errors after defaulting, unknown
+    fields."""
+    schema = load_schema(kind, version)
     unknown = [Problem(path, "unknown field") for path in unknown_fields(schema, document)]
     return schema_problems(schema, with_defaults(schema, document)) + unknown
 

@@ -33,7 +33,6 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -84,8 +83,8 @@ def status_body(code: int, reason: str, message: str, details: dict[str, Any] | 
 class KubeStandin(kmock.KubernetesScaffold):
     """The request handler: RayJobs (ray.io/v1) and pods, as much of the API server as trainbot meets."""
 
-    # The RayJob CRD to check creates against; None checks only the webhook's name rule.
-    crd: Path | None = None
+    # The kind whose CRD checks creates (crd_schema.RAYJOB); None checks only the webhook's name rule.
+    crd: str | None = None
     namespaces: set[str] = attrs.field(factory=lambda: {"default"})
     objects: kmock.ObjectsArray = attrs.field(factory=kmock.ObjectsArray, init=False)
     pod_logs: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False)
@@ -435,7 +434,7 @@ def _timestamp(moment: datetime) -> str:
 class ServedStandin:
     """The stand-in on 127.0.0.1, its asyncio side in a thread of its own, for synchronous tests and clients."""
 
-    crd: Path | None = None
+    crd: str | None = None
     api: KubeStandin = field(init=False)
     url: str = field(init=False)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from bot.commands.diagnose import add_diagnose_command
+from bot.commands.diagnose import add_chat_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
 from bot.commands.jobs import add_job_commands, launch_request
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from bot.slack.job_threads import JobThreads
     from bot.slack.listeners.diagnose_job import JobDiagnoses
 
-TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_diagnose_command)
+TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_chat_diagnose_command)
 JOBS_SHOWN = 20
 LOG_LINES = 40
 # A log excerpt in one section: Slack's 3,000 characters less the fences.

@@ -14,7 +14,7 @@ from actions.jobs.backends.kuberay import DELETED_MESSAGE, KubeRayBackend
 from actions.jobs.job import JobState
 from actions.settings import Settings
 from tests.builders.kuberay_launches import RUNNING, TEAM_MANIFEST, launch_of, team_launch
-from tests.standins.crd_schema import RAYJOB_CRD
+from tests.standins.crd_schema import RAYJOB, find_crd, missing_reason
 from tests.standins.kube_standin import RAYJOBS, ServedStandin
 
 NAMESPACE = "default"
@@ -22,8 +22,8 @@ NAMESPACE = "default"
 
 @pytest.fixture
 def standin():
-    # Without the shared checkout the stand-in checks names only; tests of schema refusals skip then.
-    with ServedStandin(crd=RAYJOB_CRD if RAYJOB_CRD.is_file() else None) as served:
+    # Without the CRD the stand-in checks names only; tests of schema refusals skip then.
+    with ServedStandin(crd=RAYJOB if find_crd(RAYJOB) else None) as served:
         yield served
 
 
@@ -105,7 +105,7 @@ def test_a_name_against_kuberays_rule_is_refused_with_its_cause(backend):
 
 def test_a_manifest_the_crd_refuses_is_a_bad_request_quoting_the_field(standin, backend):
     if standin.crd is None:
-        pytest.skip(f"{RAYJOB_CRD} is absent: the stand-in checks the CRD schema only with the shared checkout")
+        pytest.skip(missing_reason(RAYJOB))
     wrong_port = TEAM_MANIFEST.replace("name: ray-head,", "name: ray-head, ports: [{containerPort: http}],")
     with pytest.raises(BadRequest, match=r"headGroupSpec.template.spec.containers\[0\].ports\[0\].containerPort: "):
         backend.submit(team_launch(wrong_port))

@@ -235,7 +235,7 @@ def test_the_migrated_schema_is_exactly_what_the_models_define(state_store_url, 
     with database.engine.connect() as conn:
         differences = compare_metadata(MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), models)
     database.close()
-    # A column or table added to a model without a revision shows here: add one (README, "Development").
+    # A column or table added to a model without a revision shows here: add one (docs/development.md).
     assert differences == []
 
 

@@ -1,6 +1,7 @@
 """Every RayJob trainbot can produce passes the KubeRay 1.7 CRD (defaults applied first) and the operator's
 own rules; a team's manifest keeps its spec except the fields trainbot sets; bad manifests are refused
-with a message that says what to fix. The CRD and samples come from the shared checkout beside the repo."""
+with a message that says what to fix. The CRD comes from TRAINBOT_KUBERAY_CRDS or
+the shared checkout beside the repo (tests/standins/crd_schema.py), the samples from the shared checkout."""
 
 import copy
 import re
@@ -17,7 +18,7 @@ from actions.jobs.job import Launch, new_job_name
 from actions.jobs.planning import training_launch
 from actions.jobs.templates import TINY_TRANSFORMER, JobTemplate, manifest_template
 from actions.settings import Settings
-from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
+from tests.standins.crd_schema import RAYJOB, SAMPLES_DIR, problems, require_crd
 
 # The rules the operator checks itself (shared/kuberay/README.md); a RayJob breaking one is accepted by
 # the API server and then fails as ValidationFailed.
@@ -29,10 +30,8 @@ SERVER_SET = {"generateName", "resourceVersion", "uid", "creationTimestamp", "ge
 
 
 @pytest.fixture(scope="module")
-def rayjob_crd() -> Path:
-    if not RAYJOB_CRD.is_file():
-        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-    return RAYJOB_CRD
+def rayjob_crd() -> str:
+    return require_crd(RAYJOB)
 
 
 @pytest.fixture
@@ -74,7 +73,7 @@ def load_sample(path: Path) -> dict:
     return load_manifest(path.read_text(encoding="utf-8"), path.name)
 
 
-def assert_accepted(rayjob: dict, crd: Path) -> None:
+def assert_accepted(rayjob: dict, crd: str) -> None:
     """What the API server and then the KubeRay operator would accept."""
     assert [str(problem) for problem in problems(crd, rayjob)] == []
     name = rayjob["metadata"]["name"]

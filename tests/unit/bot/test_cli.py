@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -17,9 +18,9 @@ from actions.jobs.job import DNS_1035
 from actions.settings import Settings
 from diagnosers.findings import FINDING_IDS
 from tests.builders.kuberay_launches import RUNNING, launch_of
-from tests.paths import EXAMPLES, TRAINBOT
+from tests.paths import DOCS, EXAMPLES, TRAINBOT
 from tests.servers.processes import free_port
-from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
+from tests.standins.crd_schema import RAYJOB, SAMPLES_DIR, problems, require_crd
 from tests.standins.kube_standin import ServedStandin
 
 
@@ -45,6 +46,15 @@ def test_json_output_is_exactly_the_bundle_md_shape():
         for quote in found["evidence"]:
             assert set(quote) == {"source", "line", "text"}
             assert isinstance(quote["line"], int)
+
+
+def test_diagnose_help_points_at_the_bundle_doc_that_ships_with_every_finding_id():
+    result = run("diagnose", "--help")
+    assert result.returncode == 0
+    assert "docs/bundle.md in trainbot's source" in result.stdout
+    assert "BUNDLE.md" not in result.stdout  # the spec, which the project does not ship
+    documented = re.findall(r"^\| `([a-z-]+)` \|", (DOCS / "bundle.md").read_text(), re.MULTILINE)
+    assert sorted(documented) == sorted(FINDING_IDS)
 
 
 def test_text_output_names_verdict_runbook_and_evidence():
@@ -135,9 +145,7 @@ def test_a_kuberay_dry_run_prints_a_rayjob_the_crd_accepts(tmp_path):
     assert workers["replicas"] == 4
     assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert not (tmp_path / "data").exists(), "a dry run must leave nothing behind"
-    if not RAYJOB_CRD.is_file():
-        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
@@ -149,7 +157,7 @@ def test_a_shared_sample_manifest_launches_dry_with_our_words_appended():
     rayjob = json.loads(result.stdout)
     assert rayjob["spec"]["entrypoint"].endswith(" --epochs 3")
     assert rayjob["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainbot"
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 @pytest.mark.parametrize(
@@ -191,9 +199,7 @@ def test_a_kuberay_sweep_dry_run_is_one_rayjob_running_the_driver():
     assert argv[:3] == ["python", "-m", "workloads.sweep"]
     assert argv[argv.index("--tracking-uri") + 1] == "http://mlflow.ml.svc:5000"
     assert rayjob["metadata"]["labels"]["trainbot.dev/kind"] == "sweep"
-    if not RAYJOB_CRD.is_file():
-        pytest.skip(f"{RAYJOB_CRD} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-    assert problems(RAYJOB_CRD, rayjob) == []
+    assert problems(require_crd(RAYJOB), rayjob) == []
 
 
 def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp_path):

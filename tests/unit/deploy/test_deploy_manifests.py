@@ -31,11 +31,12 @@ from tests.builders.deploy import (
     the,
 )
 from tests.builders.failed_rayjob import a_failed_job, collected
-from tests.standins.crd_schema import KUBERAY_DIR, problems
+from tests.standins.crd_schema import problems, require_crd
 from tests.standins.kube_standin import ServedStandin
 
 KUBERNETES_VERSION = "1.30.0"
-CRDS = {"ray.io": KUBERAY_DIR / "crds"}
+# Custom resources checked against their CRDs (tests/standins/crd_schema.py finds them).
+CRD_GROUPS = {"ray.io"}
 # The fields of prometheus-operator's PrometheusRule (monitoring.coreos.com/v1) that a rule file may use;
 # promtool checks the groups themselves (tests/unit/deploy/test_deploy_alert_rules.py).
 RULE_GROUP_KEYS = {"name", "interval", "rules", "limit", "partial_response_strategy", "labels", "query_offset"}
@@ -118,7 +119,7 @@ def test_each_overlay_renders_the_whole_deployment(overlay, objects):
     assert {obj["kind"] for obj in objects} == EXPECTED_KINDS[overlay]
     namespaces = {obj["metadata"].get("namespace") for obj in objects}
     assert namespaces == {load_yaml(KUSTOMIZE / "overlays" / overlay / "kustomization.yaml")["namespace"]}
-    assert not of_kind(objects, "Secret"), "secrets are created by hand (README), never rendered from the repo"
+    assert not of_kind(objects, "Secret"), "secrets are created by hand (docs/deploy.md), never rendered from the repo"
 
 
 def test_every_object_is_valid_for_kubernetes_1_30_or_its_crd(objects):
@@ -130,13 +131,8 @@ def test_every_object_is_valid_for_kubernetes_1_30_or_its_crd(objects):
             for rules in obj["spec"]["groups"]:
                 assert set(rules) <= RULE_GROUP_KEYS, where
                 assert all(set(rule) <= RULE_KEYS for rule in rules["rules"]), where
-        elif group in CRDS:
-            crd = CRDS[group]
-            if crd.is_dir():  # KubeRay's, from the shared checkout
-                crd = crd / f"{group}_{obj['kind'].lower()}s.yaml"
-            if not crd.is_file():
-                pytest.skip(f"{crd} is absent: the KubeRay CRDs come with the shared checkout beside the repo")
-            assert [str(problem) for problem in problems(crd, obj)] == [], where
+        elif group in CRD_GROUPS:
+            assert [str(problem) for problem in problems(require_crd(obj["kind"]), obj)] == [], where
         else:
             try:
                 kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

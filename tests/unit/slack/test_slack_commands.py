@@ -69,6 +69,14 @@ def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
     assert command(bot, slack, "/train", "")["blocks"] == reply["blocks"]
 
 
+def test_train_help_offers_diagnose_of_a_job_not_of_a_bundle_path(bot, slack):
+    shown = texts(command(bot, slack, "/train", "help"))
+    assert "`/train diagnose JOB`" in shown
+    assert "diagnose a job live and post the diagnosis in its thread" in shown
+    assert "PATH" not in shown
+    assert "bundle" not in shown
+
+
 def test_every_train_verb_of_the_grammar_has_its_answer():
     assert list(TRAIN_ANSWERS) == list(TRAIN_VERBS)
 
