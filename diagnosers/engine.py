@@ -164,4 +164,6 @@ def _summary(verdict: str, findings: list[Finding], evidence: Evidence) -> str:
     primary = next(found for found in findings if verdict in (FAILED, found.id))
     first_sentence = primary.detail.split(". ", 1)[0].rstrip(".")
     prefix = "Failed: " if verdict == FAILED else ""
-    return f"{job}{prefix}{primary.title}. {first_sentence}. Runbook: {primary.runbook}"
+    # A sweep's bundle holds one trial's timings: say which, so the verdict is not read as every trial's.
+    timed = f" Step timings: {evidence.meta.steps_from}." if evidence.meta.steps_from and evidence.steps else ""
+    return f"{job}{prefix}{primary.title}. {first_sentence}.{timed} Runbook: {primary.runbook}"

@@ -219,6 +219,7 @@ def read_meta(raw: bytes, source: str) -> tuple[BundleMeta, dict[str, str]]:
         gpus_per_worker=_int_or_none(document.get("gpus_per_worker")),
         start=str(document.get("start") or ""),
         end=str(document.get("end") or ""),
+        steps_from=str(document.get("steps_from") or ""),
     )
     if meta.status:
         meta.status_quote = Quote(source, *JsonLocator(raw.decode("utf-8", "replace")).locate(meta.status))
