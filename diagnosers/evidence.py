@@ -70,6 +70,8 @@ class StepRecord:
     comm_s: float
     samples: float | None
     quote: Quote
+    # What the step ran on, where the record says (workloads' StepTimer: torch's device type, "cpu" or "cuda").
+    device: str = ""
 
     @property
     def compute_s(self) -> float:

@@ -1,0 +1,67 @@
+"""A compute-bound finding words itself for what the bundle says the job ran on: CPU, GPUs, or it does not say.
+
+The timings are written by workloads' StepTimer, as the reference trainer writes them (with the device when it
+is told one); the GPU metrics by the scenario builder, as dcgm-exporter's series.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from diagnosers.engine import diagnose_path
+from tests.builders.scenarios import Gpu, write_bundle_json, write_dcgm
+from workloads.steps import StepTimer
+
+
+def write_compute_bound_ranks(bundle: Path, ranks: int, device: str = "") -> None:
+    ticks = itertools.count()
+    for rank in range(ranks):
+        timer = StepTimer(bundle / "steps", rank, clock=lambda: next(ticks) * 0.05, device=device)
+        for _ in range(12):
+            with timer.step(samples=16):
+                pass
+        timer.close()
+
+
+def compute_bound(bundle: Path) -> tuple[str, str]:
+    diagnosis = diagnose_path(bundle)
+    assert diagnosis.verdict == "compute-bound", diagnosis.summary
+    found = diagnosis.findings[0]
+    return found.title, found.detail
+
+
+def test_a_cpu_run_is_compute_bound_on_cpu_with_advice_for_cpus(tmp_path: Path) -> None:
+    write_compute_bound_ranks(tmp_path, ranks=2, device="cpu")
+    title, detail = compute_bound(tmp_path)
+    assert title == "Compute-bound on CPU: the processors are the bottleneck"
+    assert "It ran on 2 CPU worker(s) and no GPU" in detail
+    assert "OMP_NUM_THREADS" in detail and "a GPU if one is available" in detail
+    assert "GPUs" not in title + detail and "torch.compile" not in detail
+
+
+def test_bundle_json_without_gpus_says_cpu_when_the_records_do_not(tmp_path: Path) -> None:
+    write_compute_bound_ranks(tmp_path, ranks=1)
+    write_bundle_json(tmp_path, job="tiny-transformer-7f3a", status="SUCCEEDED", world_size=1, gpus_per_worker=0)
+    title, detail = compute_bound(tmp_path)
+    assert title.startswith("Compute-bound on CPU")
+    assert "It ran on 1 CPU worker(s)" in detail
+
+
+@pytest.mark.parametrize("said_by", ["records", "dcgm"])
+def test_a_gpu_run_keeps_the_gpu_advice(tmp_path: Path, said_by: str) -> None:
+    write_compute_bound_ranks(tmp_path, ranks=2, device="cuda" if said_by == "records" else "")
+    if said_by == "dcgm":
+        write_dcgm(tmp_path, [Gpu("node-0", i, {"DCGM_FI_DEV_GPU_UTIL": 97}) for i in range(2)])
+    title, detail = compute_bound(tmp_path)
+    assert title == "Compute-bound: the GPUs are the bottleneck"
+    assert "torch.compile" in detail and "more GPUs" in detail
+
+
+def test_a_bundle_that_does_not_say_claims_neither(tmp_path: Path) -> None:
+    write_compute_bound_ranks(tmp_path, ranks=2)
+    title, detail = compute_bound(tmp_path)
+    assert title == "Compute-bound: computation is the bottleneck"
+    assert "does not say whether it ran on GPUs or CPUs" in detail
