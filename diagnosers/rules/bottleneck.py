@@ -285,9 +285,9 @@ def compute_bound(ran_on: Hardware, confidence: float, measured: str, quotes: li
     if ran_on.device == "cpu":
         title = "Compute-bound on CPU: the processors are the bottleneck"
         advice = (
-            f"It ran on {ranks}CPU worker(s) and no GPU. Speed-ups: give each worker more cores and threads "
-            "(torch.set_num_threads, OMP_NUM_THREADS), a batch large enough to keep them busy, a smaller model, "
-            "or a GPU if one is available (launch with --gpus 1)."
+            f"It ran on {ranks}CPU worker(s) and no GPU. Speed-ups: give each worker more CPUs (Ray sets "
+            "OMP_NUM_THREADS to the CPUs a worker reserved, 1 by default; or torch.set_num_threads), a batch large "
+            "enough to keep them busy, a smaller model, or a GPU if one is available (launch with --gpus 1)."
         )
     elif ran_on.device == "gpu":
         title = "Compute-bound: the GPUs are the bottleneck"
