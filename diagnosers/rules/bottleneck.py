@@ -115,7 +115,7 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None, ran_on: Hardwar
                 "Communication-bound: collectives dominate",
                 f"Ranks spend {phases.comm_share:.0%} of each step blocked in collectives ({shares}). Check the "
                 f"{ran_on.collectives} transport, overlap communication with backward (DDP buckets, FSDP prefetch), "
-                f"use fewer, larger all-reduces, or a larger per-{ran_on.unit} batch.",
+                f"use fewer, larger all-reduces, or a larger batch per {ran_on.unit}.",
                 quotes=quotes,
             )
         )
@@ -289,16 +289,10 @@ def compute_bound(ran_on: Hardware, confidence: float, measured: str, quotes: li
             "OMP_NUM_THREADS to the CPUs a worker reserved, 1 by default; or torch.set_num_threads), a batch large "
             "enough to keep them busy, a smaller model, or a GPU if one is available (launch with --gpus 1)."
         )
-    elif ran_on.device == "gpu":
+    else:
         title = "Compute-bound: the GPUs are the bottleneck"
         advice = (
             "Speed-ups come from the model side: mixed precision, channels_last, fused kernels, torch.compile, "
             "or more GPUs."
-        )
-    else:
-        title = "Compute-bound: computation is the bottleneck"
-        advice = (
-            "Speed-ups come from the model side: mixed precision, fused kernels, torch.compile, or more devices "
-            "(the bundle does not say whether it ran on GPUs or CPUs)."
         )
     return finding(COMPUTE_BOUND, Severity.INFO, confidence, title, f"{measured}. {advice}", quotes=quotes)

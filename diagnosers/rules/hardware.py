@@ -2,7 +2,8 @@
 
 Reads, most direct first: the device each step record names (workloads' StepTimer writes torch's device
 type); GPU metrics in the bundle (DCGM's or Ray's GPU series exist only where GPUs do); bundle.json's
-gpus_per_worker (what the job asked for). A bundle that says none of these leaves the device unknown.
+gpus_per_worker (what the job asked for). A bundle that says none of these is worded for GPUs, as trainbot's
+findings always were: the runs people bring are GPU runs, and their logs (per-GPU batches, NCCL) say so.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Literal
 
 from diagnosers.evidence import Evidence
 
-Device = Literal["gpu", "cpu", ""]
+Device = Literal["gpu", "cpu"]
 GPU_METRIC_PREFIXES = ("DCGM_", "ray_node_gpus_", "ray_node_gram_")
 
 
@@ -25,7 +26,7 @@ class Hardware:
     @property
     def unit(self) -> str:
         """What one rank runs on, for "per-GPU batch", "each CPU worker"."""
-        return {"gpu": "GPU", "cpu": "CPU worker"}.get(self.device, "worker")
+        return "CPU worker" if self.device == "cpu" else "GPU"
 
     @property
     def units(self) -> str:
@@ -34,7 +35,7 @@ class Hardware:
     @property
     def collectives(self) -> str:
         """The library whose collectives the ranks wait in (PyTorch's default backend for the device)."""
-        return {"gpu": "NCCL", "cpu": "gloo"}.get(self.device, "collective library")
+        return "gloo" if self.device == "cpu" else "NCCL"
 
 
 def hardware(evidence: Evidence) -> Hardware:
@@ -52,7 +53,4 @@ def _device(evidence: Evidence) -> Device:
         for series in of_metric
     ):
         return "gpu"
-    gpus = evidence.meta.gpus_per_worker
-    if gpus is None:
-        return ""
-    return "gpu" if gpus > 0 else "cpu"
+    return "cpu" if evidence.meta.gpus_per_worker == 0 else "gpu"

@@ -1,4 +1,4 @@
-"""A compute-bound finding words itself for what the bundle says the job ran on: CPU, GPUs, or it does not say.
+"""Findings word themselves for what the bundle says the job ran on: CPU workers or GPUs (GPUs when it does not say).
 
 The timings are written by workloads' StepTimer, as the reference trainer writes them (with the device when it
 is told one); the GPU metrics by the scenario builder, as dcgm-exporter's series.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from diagnosers.engine import diagnose_path
-from tests.builders.scenarios import Gpu, write_bundle_json, write_dcgm
+from tests.builders.scenarios import Gpu, write_bundle_json, write_dcgm, write_steps
 from workloads.steps import StepTimer
 
 
@@ -60,8 +60,17 @@ def test_a_gpu_run_keeps_the_gpu_advice(tmp_path: Path, said_by: str) -> None:
     assert "torch.compile" in detail and "more GPUs" in detail
 
 
-def test_a_bundle_that_does_not_say_claims_neither(tmp_path: Path) -> None:
+def test_a_bundle_that_does_not_say_is_worded_for_gpus_as_before(tmp_path: Path) -> None:
     write_compute_bound_ranks(tmp_path, ranks=2)
-    title, detail = compute_bound(tmp_path)
-    assert title == "Compute-bound: computation is the bottleneck"
-    assert "does not say whether it ran on GPUs or CPUs" in detail
+    title, _ = compute_bound(tmp_path)
+    assert title == "Compute-bound: the GPUs are the bottleneck"
+
+
+def test_a_small_batch_on_cpu_workers_says_cpu_workers(tmp_path: Path) -> None:
+    write_steps(tmp_path, ranks=2, steps=50, step_s=0.024, data_s=0.001, comm_s=0.015, samples=8)
+    write_bundle_json(tmp_path, job="tiny-transformer-7f3a", status="SUCCEEDED", world_size=2, gpus_per_worker=0)
+    small = next(found for found in diagnose_path(tmp_path).findings if found.id == "small-batch")
+    assert small.title == "Batch per CPU worker too small for data parallelism"
+    assert "8 samples per CPU worker" in small.detail and "GPU" not in small.detail
+    comm = next(found for found in diagnose_path(tmp_path).findings if found.id == "comm-bound")
+    assert "Check the gloo transport" in comm.detail and "a larger batch per CPU worker" in comm.detail
