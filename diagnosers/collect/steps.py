@@ -25,9 +25,12 @@ MAX_TRIALS = 1000
 
 @dataclass(frozen=True)
 class _Trial:
-    name: str
-    files: dict[str, bytes]
+    steps: Path  # the trial's steps/ folder
     mean_step_s: float
+
+    @property
+    def name(self) -> str:
+        return self.steps.parent.name
 
 
 def collect_steps(target: Target, config: CollectConfig, writer: BundleWriter, deadline: Deadline) -> None:
@@ -46,7 +49,7 @@ def collect_steps(target: Target, config: CollectConfig, writer: BundleWriter, d
         writer.source("steps", error_status(f"{run / 'steps'} does not exist (the job wrote no step timings)"))
         return
     slowest = max(trials, key=lambda trial: trial.mean_step_s)
-    for name, data in slowest.files.items():
+    for name, data in _rank_files(slowest.steps, config, deadline).items():
         writer.write_bytes(f"steps/{slowest.name}--{name}", data)
     writer.meta("steps_from", _why_this_trial(slowest, trials))
     writer.source("steps", OK)
@@ -62,15 +65,16 @@ def _rank_files(folder: Path, config: CollectConfig, deadline: Deadline) -> dict
 
 
 def _trials(run: Path, config: CollectConfig, deadline: Deadline) -> list[_Trial]:
-    """The trials under `run` (a Ray Tune experiment folder) that wrote step timings."""
+    """The trials under `run` (a Ray Tune experiment folder) that wrote step timings, with their mean step. Only
+    the times are kept (the chosen trial's files are read again to copy): a thousand trials' files never sit in
+    memory at once."""
     if not run.is_dir():
         return []
     trials = []
-    for folder in sorted(path.parent for path in run.glob("*/steps"))[:MAX_TRIALS]:
-        files = _rank_files(folder / "steps", config, deadline)
-        steps = [step_s for data in files.values() for step_s in _step_times(data)]
-        if steps:
-            trials.append(_Trial(folder.name, files, statistics.fmean(steps)))
+    for steps in sorted(run.glob("*/steps"))[:MAX_TRIALS]:
+        times = [step_s for data in _rank_files(steps, config, deadline).values() for step_s in _step_times(data)]
+        if times:
+            trials.append(_Trial(steps, statistics.fmean(times)))
     return trials
 
 
