@@ -14,6 +14,7 @@ from diagnosers.bundle import load_bundle
 from diagnosers.evidence import Evidence
 from diagnosers.findings import (
     BOTTLENECK_IDS,
+    COMM_BOUND,
     DASHBOARD_UNREACHABLE,
     DATALOADER_CRASH,
     GPU_NOT_DETECTED,
@@ -26,6 +27,7 @@ from diagnosers.findings import (
     NCCL_TIMEOUT,
     PERFORMANCE_IDS,
     RANK_CONFIG,
+    STRAGGLER,
     UNRECOGNISED_ERROR,
     WORKER_DIED,
     XID_ERROR,
@@ -61,6 +63,9 @@ CONSEQUENCES: dict[str, tuple[str, ...]] = {
     INSUFFICIENT_GPU: (GPU_NOT_DETECTED,),
     DATALOADER_CRASH: (HOST_OOM,),
 }
+# The same between performance findings: one slow rank makes every other rank wait for it in each collective, so
+# the collective wait that reads as comm-bound is the straggler's doing, and the straggler leads.
+PERFORMANCE_CONSEQUENCES: dict[str, tuple[str, ...]] = {COMM_BOUND: (STRAGGLER,)}
 CONSEQUENCE_FACTOR = 0.6
 
 
@@ -129,9 +134,11 @@ def _without_unrecognised_when_explained(findings: list[Finding]) -> list[Findin
 
 
 def _demote_consequences(findings: list[Finding]) -> None:
-    present = {found.id for found in findings if found.severity is Severity.CRITICAL}
+    critical = {found.id for found in findings if found.severity is Severity.CRITICAL}
+    present = {found.id for found in findings}
     for found in findings:
-        causes = [cause for cause in CONSEQUENCES.get(found.id, ()) if cause in present]
+        causes = [cause for cause in CONSEQUENCES.get(found.id, ()) if cause in critical]
+        causes += [cause for cause in PERFORMANCE_CONSEQUENCES.get(found.id, ()) if cause in present]
         if causes:
             found.confidence = round(found.confidence * CONSEQUENCE_FACTOR, 2)
             found.detail += f" This is probably a consequence of {', '.join(causes)}."
@@ -161,7 +168,11 @@ def _summary(verdict: str, findings: list[Finding], evidence: Evidence) -> str:
             f"{job}No metrics or step timings say where the time goes; collect Prometheus (DCGM) series or "
             f"steps/ timings to classify the run.{noted}"
         )
-    primary = next(found for found in findings if verdict in (FAILED, found.id))
+    # The verdict's finding, or a cause of it that ranks above it (a straggler above the collective wait it causes).
+    causes = PERFORMANCE_CONSEQUENCES.get(verdict, ())
+    primary = next(found for found in findings if verdict in (FAILED, found.id) or found.id in causes)
     first_sentence = primary.detail.split(". ", 1)[0].rstrip(".")
     prefix = "Failed: " if verdict == FAILED else ""
-    return f"{job}{prefix}{primary.title}. {first_sentence}. Runbook: {primary.runbook}"
+    # A sweep's bundle holds one trial's timings: say which, so the verdict is not read as every trial's.
+    timed = f" Step timings: {evidence.meta.steps_from}." if evidence.meta.steps_from and evidence.steps else ""
+    return f"{job}{prefix}{primary.title}. {first_sentence}.{timed} Runbook: {primary.runbook}"

@@ -36,6 +36,8 @@ class BundleMeta:
     gpus_per_worker: int | None = None
     start: str = ""
     end: str = ""
+    # Which run the steps/ timings are of, where the job had several (one trial of a sweep) and why that one.
+    steps_from: str = ""
 
     @property
     def did_not_fail(self) -> bool:
@@ -68,6 +70,8 @@ class StepRecord:
     comm_s: float
     samples: float | None
     quote: Quote
+    # What the step ran on, where the record says (workloads' StepTimer: torch's device type, "cpu" or "cuda").
+    device: str = ""
 
     @property
     def compute_s(self) -> float:

@@ -140,6 +140,7 @@ def _start(
             rank,
             sync=torch.cuda.synchronize if device.type == "cuda" else None,
             first_step=LMTraining.checkpoint_step(folder) if folder else 0,
+            device=device.type,
         )
         training = LMTraining(config, timer, rank=rank, world_size=world_size, device=device)
         if folder:

@@ -72,7 +72,7 @@ def _local(
         hosts=(socket.gethostname(), HEAD_HOST, outward_ip()),
         dashboard_url=settings.ray_dashboard_url or dashboard_url(settings),
         session_dir=str(temp_dir(settings) / "session_latest"),
-        steps_dir=str((settings.data_dir / "runs" / status.name / "steps").resolve()),
+        run_dir=str((settings.data_dir / "runs" / status.name).resolve()),
     )
     sources: dict[str, Source] = {
         "ray": collect_dashboard,

@@ -1,5 +1,6 @@
 """How a diagnosis looks in Slack: the verdict and the top findings in one message with a "Show evidence"
-button, the runbooks' text for its thread when they are not published anywhere, and all the evidence.
+button, the runbooks for its thread when they are not published anywhere (what to read first as a message,
+the whole page as a file), and all the evidence.
 
 Everything quoted from a bundle is a person's (or a program's) text: it goes through `mrkdwn` and `code`
 in the templates, so it shows as written and pings nobody.
@@ -7,10 +8,11 @@ in the templates, so it shows as written and pings nobody.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.render.blocks import Message, render, render_whole
-from bot.render.runbook_text import runbook_text
+from bot.render.runbook_text import RunbookText, runbook_text
 
 if TYPE_CHECKING:
     from diagnosers.engine import Diagnosis
@@ -46,10 +48,21 @@ def diagnosis_message(diagnosis: Diagnosis, *, job: str, runbook_base_url: str, 
     )
 
 
-def runbook_messages(diagnosis: Diagnosis) -> list[Message]:
-    """The runbook of each top finding as text, one message each, for the thread when no URL links them."""
+@dataclass(frozen=True)
+class RunbookPost:
+    """A runbook for a thread: its Meaning and first Mitigation steps as a message, the whole page as a file."""
+
+    message: Message
+    runbook: RunbookText
+
+
+def runbook_posts(diagnosis: Diagnosis) -> list[RunbookPost]:
+    """The runbook of each top finding, for the thread when no URL links them."""
     ids = dict.fromkeys(found.id for found in _top_findings(diagnosis))
-    return [render("runbook", f"Runbook: {runbook.title}", runbook=runbook) for runbook in map(runbook_text, ids)]
+    return [
+        RunbookPost(render("runbook", f"Runbook: {runbook.title}", runbook=runbook), runbook)
+        for runbook in map(runbook_text, ids)
+    ]
 
 
 def evidence_message(diagnosis: Diagnosis) -> Message | None:

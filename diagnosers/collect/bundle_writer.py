@@ -25,6 +25,7 @@ class BundleWriter:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self._sources: dict[str, str] = {}
+        self._meta: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -48,6 +49,12 @@ class BundleWriter:
                 return
             self._sources[name] = status
 
+    def meta(self, key: str, value: Any) -> None:
+        """A bundle.json field a source found out (which of a sweep's trials the steps are from)."""
+        with self._lock:
+            if not self._closed:
+                self._meta[key] = value
+
     def sources(self) -> dict[str, str]:
         with self._lock:
             return dict(self._sources)
@@ -56,7 +63,7 @@ class BundleWriter:
         """Write bundle.json (meta plus every source's status) and refuse any later write."""
         with self._lock:
             self._closed = True
-            document = {**meta, "sources": dict(self._sources)}
+            document = {**meta, **self._meta, "sources": dict(self._sources)}
         (self.root / "bundle.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return self.root
 

@@ -58,8 +58,9 @@ class Target:
     dashboard_url: str = ""
     # Local: the Ray session folder whose logs/ holds the driver and worker logs.
     session_dir: str = ""
-    # Where the job's ranks wrote steps/rank-N.jsonl (the reference trainer: <storage>/<job>/steps).
-    steps_dir: str = ""
+    # The job's run folder (the reference trainer: <storage>/<job>): its ranks' steps/rank-N.jsonl are in it, or
+    # for a sweep, in each trial's folder under it.
+    run_dir: str = ""
 
     def meta(self) -> dict[str, Any]:
         """The bundle.json fields of BUNDLE.md (sources are added by the writer)."""

@@ -219,6 +219,7 @@ def read_meta(raw: bytes, source: str) -> tuple[BundleMeta, dict[str, str]]:
         gpus_per_worker=_int_or_none(document.get("gpus_per_worker")),
         start=str(document.get("start") or ""),
         end=str(document.get("end") or ""),
+        steps_from=str(document.get("steps_from") or ""),
     )
     if meta.status:
         meta.status_quote = Quote(source, *JsonLocator(raw.decode("utf-8", "replace")).locate(meta.status))
@@ -355,6 +356,8 @@ class _StepLine(msgspec.Struct):
     data_s: float | None = None
     comm_s: float | None = None
     samples: float | None = None
+    # Not in BUNDLE.md's fields: workloads' StepTimer adds it. Any JSON, so an odd value loses no timings.
+    device: Any = ""
 
 
 # Lax, as json.loads was: "3" is a rank and "0.5" a time; unknown fields ("time") are skipped unparsed.
@@ -412,4 +415,5 @@ def _step_record(line: bytes, source: str, number: int) -> tuple[int, StepRecord
     if not all(math.isfinite(value) and value >= 0 for value in (fields.step_s, data_s, comm_s)):
         return None
     quote = Quote(source, number, line.rstrip(b"\r\n").decode("utf-8", "replace"))
-    return fields.rank, StepRecord(fields.step, fields.step_s, data_s, comm_s, fields.samples, quote)
+    device = fields.device if isinstance(fields.device, str) else ""
+    return fields.rank, StepRecord(fields.step, fields.step_s, data_s, comm_s, fields.samples, quote, device)

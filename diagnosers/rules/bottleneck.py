@@ -13,6 +13,7 @@ from diagnosers.evidence import Evidence
 from diagnosers.findings import COMM_BOUND, COMPUTE_BOUND, IO_BOUND, Finding, Quote, Severity
 from diagnosers.parsers.timings.throughput import Scaling
 from diagnosers.rules.common import finding
+from diagnosers.rules.hardware import Hardware, hardware
 from diagnosers.rules.measures import (
     DRAM_ACTIVE,
     GR_ENGINE_ACTIVE,
@@ -69,13 +70,14 @@ SCALING_CONFIDENCE = 0.75
 
 
 def check(evidence: Evidence) -> list[Finding]:
+    ran_on = hardware(evidence)
     phases = step_phases(evidence)
-    metric_view = _metric_verdict(evidence)
+    metric_view = _metric_verdict(evidence, ran_on)
     if phases is not None:
-        return _from_steps(phases, metric_view)
+        return _from_steps(phases, metric_view, ran_on)
     logged = logged_step_phases(evidence)
     if logged is not None:
-        return _from_logged_steps(logged, metric_view)
+        return _from_logged_steps(logged, metric_view, ran_on)
     scaling = benchmark_scaling(evidence)
     if scaling is not None and scaling.synthetic and scaling.efficiency < SCALING_EFFICIENCY_LOSS:
         return [_from_scaling(scaling)]
@@ -84,7 +86,7 @@ def check(evidence: Evidence) -> list[Finding]:
     return []
 
 
-def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding]:
+def _from_steps(phases: StepPhases, metric_view: Finding | None, ran_on: Hardware) -> list[Finding]:
     quotes = phases.representative()
     shares = (
         f"data {phases.data_share:.0%}, collectives {phases.comm_share:.0%}, compute {phases.compute_share:.0%} "
@@ -97,7 +99,7 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding
                 IO_BOUND,
                 Severity.WARNING,
                 min(0.9, 0.55 + phases.data_share),
-                "Input-bound: GPUs wait for data",
+                f"Input-bound: the {ran_on.units} wait for data",
                 f"Waiting for the next batch takes {phases.data_share:.0%} of each step ({shares}). Raise "
                 "DataLoader num_workers and prefetch_factor, enable pin_memory, move decoding/augmentation "
                 "off the training loop, or stage data on local disk.",
@@ -112,21 +114,15 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding
                 min(0.9, 0.55 + phases.comm_share),
                 "Communication-bound: collectives dominate",
                 f"Ranks spend {phases.comm_share:.0%} of each step blocked in collectives ({shares}). Check the "
-                "NCCL transport, overlap communication with backward (DDP buckets, FSDP prefetch), use fewer, "
-                "larger all-reduces, or a larger per-GPU batch.",
+                f"{ran_on.collectives} transport, overlap communication with backward (DDP buckets, FSDP prefetch), "
+                f"use fewer, larger all-reduces, or a larger batch per {ran_on.unit}.",
                 quotes=quotes,
             )
         )
     if not found:
         found.append(
-            finding(
-                COMPUTE_BOUND,
-                Severity.INFO,
-                0.5 + phases.compute_share * 0.4,
-                "Compute-bound: the GPUs are the bottleneck",
-                f"Step time is dominated by computation ({shares}). Speed-ups come from the model side: "
-                "mixed precision, fused kernels, torch.compile, or more GPUs.",
-                quotes=quotes,
+            compute_bound(
+                ran_on, 0.5 + phases.compute_share * 0.4, f"Step time is dominated by computation ({shares})", quotes
             )
         )
     if metric_view is not None:
@@ -137,7 +133,7 @@ def _from_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding
     return found
 
 
-def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[Finding]:
+def _from_logged_steps(phases: StepPhases, metric_view: Finding | None, ran_on: Hardware) -> list[Finding]:
     """The training loop's own timing lines: the data wait is measured, the rest is not split further."""
     share = f"{phases.data_share:.0%} of the step time the training loop logged"
     if phases.data_share >= DATA_SHARE_BOUND:
@@ -145,7 +141,7 @@ def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[
             IO_BOUND,
             Severity.WARNING,
             min(0.85, 0.5 + phases.data_share),
-            "Input-bound: GPUs wait for data",
+            f"Input-bound: the {ran_on.units} wait for data",
             f"Waiting for the next batch takes {share}: the data pipeline, not the model, sets the pace. Raise "
             "DataLoader num_workers and prefetch_factor, enable pin_memory and persistent_workers, move decoding "
             "and augmentation off the training loop (DALI, pre-resized images), or stage the data on local disk.",
@@ -153,15 +149,12 @@ def _from_logged_steps(phases: StepPhases, metric_view: Finding | None) -> list[
         )
     elif metric_view is None or metric_view.id == COMPUTE_BOUND:
         negligible = phases.data_share < LOGGED_DATA_NEGLIGIBLE
-        found = finding(
-            COMPUTE_BOUND,
-            Severity.INFO,
+        found = compute_bound(
+            ran_on,
             LOGGED_COMPUTE_CONFIDENCE if negligible else LOGGED_COMPUTE_CONFIDENCE_SOME_WAIT,
-            "Compute-bound: the GPUs are the bottleneck",
             f"Waiting for data takes only {share}; the rest is forward, backward and the optimizer step (these "
-            "lines do not separate gradient all-reduce, which GPU metrics or step timings would). Speed-ups come "
-            "from the model side: mixed precision, channels_last, fused kernels, torch.compile, or more GPUs.",
-            quotes=phases.representative(),
+            "lines do not separate gradient all-reduce, which GPU metrics or step timings would)",
+            phases.representative(),
         )
     elif metric_view.id == COMM_BOUND:
         return [metric_view]
@@ -200,7 +193,7 @@ def _most_waiting(phases: StepPhases, limit: int = 3) -> list[Quote]:
     return [record.quote for record in sorted(picked, key=lambda record: (record.quote.source, record.quote.line))]
 
 
-def _metric_verdict(evidence: Evidence) -> Finding | None:
+def _metric_verdict(evidence: Evidence, ran_on: Hardware) -> Finding | None:
     util = _busy_share(evidence)
     if util is None:
         return None
@@ -222,8 +215,8 @@ def _metric_verdict(evidence: Evidence) -> Finding | None:
             quotes=quotes,
         )
     if sm is not None:
-        return _by_sm_activity(util, sm, busy, quotes)
-    return _by_pipes(util, tensor, dram, busy, quotes)
+        return _by_sm_activity(util, sm, busy, quotes, ran_on)
+    return _by_pipes(util, tensor, dram, busy, quotes, ran_on)
 
 
 def _busy_share(evidence: Evidence) -> GpuReading | None:
@@ -235,7 +228,7 @@ def _busy_share(evidence: Evidence) -> GpuReading | None:
     return reading(evidence, GR_ENGINE_ACTIVE) or utilisation(evidence)
 
 
-def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Quote]) -> Finding:
+def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Quote], ran_on: Hardware) -> Finding:
     quotes = [*quotes, *sm.quote_extremes()]
     if sm.mean < SM_ACTIVE_LOW:
         return finding(
@@ -248,19 +241,18 @@ def _by_sm_activity(util: GpuReading, sm: GpuReading, busy: str, quotes: list[Qu
             quotes=quotes,
         )
     confidence = 0.75 if sm.mean >= SM_ACTIVE_BUSY else 0.55
-    return finding(
-        COMPUTE_BOUND,
-        Severity.INFO,
-        confidence,
-        "Compute-bound: the GPUs are the bottleneck",
-        f"{busy} with SM activity {sm.mean:.2f}: the GPUs are doing the work. Speed-ups come from the model "
-        "side: mixed precision, fused kernels, torch.compile.",
-        quotes=quotes,
+    return compute_bound(
+        ran_on, confidence, f"{busy} with SM activity {sm.mean:.2f}: the GPUs are doing the work", quotes
     )
 
 
 def _by_pipes(
-    util: GpuReading, tensor: GpuReading | None, dram: GpuReading | None, busy: str, quotes: list[Quote]
+    util: GpuReading,
+    tensor: GpuReading | None,
+    dram: GpuReading | None,
+    busy: str,
+    quotes: list[Quote],
+    ran_on: Hardware,
 ) -> Finding:
     if tensor is not None and dram is not None and tensor.mean < TENSOR_ACTIVE_IDLE and dram.mean < DRAM_ACTIVE_IDLE:
         return finding(
@@ -284,11 +276,23 @@ def _by_pipes(
             "computation from collectives; step timings would.",
             quotes=quotes,
         )
-    return finding(
-        COMPUTE_BOUND,
-        Severity.INFO,
-        0.6,
-        "Compute-bound: the GPUs are the bottleneck",
-        f"{busy} and doing math. Speed-ups come from the model side: mixed precision, fused kernels, torch.compile.",
-        quotes=[*quotes, *extra],
-    )
+    return compute_bound(ran_on, 0.6, f"{busy} and doing math", [*quotes, *extra])
+
+
+def compute_bound(ran_on: Hardware, confidence: float, measured: str, quotes: list[Quote]) -> Finding:
+    """The compute-bound finding: what was measured, then the title and advice for what the job ran on."""
+    ranks = f"{ran_on.ranks} " if ran_on.ranks else ""
+    if ran_on.device == "cpu":
+        title = "Compute-bound on CPU: the processors are the bottleneck"
+        advice = (
+            f"It ran on {ranks}CPU worker(s) and no GPU. Speed-ups: give each worker more CPUs (Ray sets "
+            "OMP_NUM_THREADS to the CPUs a worker reserved, 1 by default; or torch.set_num_threads), a batch large "
+            "enough to keep them busy, a smaller model, or a GPU if one is available (launch with --gpus 1)."
+        )
+    else:
+        title = "Compute-bound: the GPUs are the bottleneck"
+        advice = (
+            "Speed-ups come from the model side: mixed precision, channels_last, fused kernels, torch.compile, "
+            "or more GPUs."
+        )
+    return finding(COMPUTE_BOUND, Severity.INFO, confidence, title, f"{measured}. {advice}", quotes=quotes)

@@ -15,6 +15,7 @@ from diagnosers.findings import SMALL_BATCH, Finding, Severity
 from diagnosers.parsers.timings.throughput import Scaling
 from diagnosers.rules.bottleneck import SCALING_CONFIDENCE, SCALING_EFFICIENCY_LOSS
 from diagnosers.rules.common import finding
+from diagnosers.rules.hardware import hardware
 from diagnosers.rules.measures import benchmark_scaling, step_phases
 
 EMITS = (SMALL_BATCH,)
@@ -41,12 +42,13 @@ def check(evidence: Evidence) -> list[Finding]:
     short = phases.mean_step_s <= SHORT_STEP_S
     if phases.comm_share < MIN_COMM_SHARE or comm_s < compute_s or not (small or short):
         return []
-    batch = f"{samples:g} samples per GPU, " if samples is not None else ""
+    unit = hardware(evidence).unit
+    batch = f"{samples:g} samples per {unit}, " if samples is not None else ""
     detail = (
         f"Each step is {phases.mean_step_s * 1000:.0f} ms ({batch}{compute_s * 1000:.0f} ms of compute) but "
         f"spends {comm_s * 1000:.0f} ms in collectives: the all-reduce costs more than the work it "
-        "synchronises, so more GPUs make the run slower. Raise the per-GPU batch (scale the learning rate), "
-        "accumulate gradients over several micro-batches with no_sync(), or use fewer GPUs."
+        f"synchronises, so more {unit}s make the run slower. Raise the batch per {unit} (scale the learning "
+        f"rate), accumulate gradients over several micro-batches with no_sync(), or use fewer {unit}s."
     )
     # Above comm-bound's ceiling (0.9): with the batch stated, this names why the collectives dominate.
     confidence = 0.92 if small else 0.7
@@ -55,7 +57,7 @@ def check(evidence: Evidence) -> list[Finding]:
             SMALL_BATCH,
             Severity.WARNING,
             confidence,
-            "Per-GPU batch too small for data parallelism",
+            f"Batch per {unit} too small for data parallelism",
             detail,
             quotes=phases.representative(),
         )

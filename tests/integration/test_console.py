@@ -17,6 +17,7 @@ from tests.integration.cli import trainbot
 from tests.servers.processes import free_port
 
 pytestmark = pytest.mark.integration
+PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 
 EXIT_TEST = """\
 # sweep and watch its progress, promote the best to staging, approve as another user, diagnose
@@ -28,6 +29,7 @@ click Approve
 wait "alias moved" 30
 click Diagnose
 wait "Diagnosis of" 120
+wait "📎 Runbook: Step time dominated by computation" 60
 """
 
 
@@ -48,7 +50,22 @@ def test_the_exit_test_runs_in_the_console_as_written(ray_env, tmp_path):
     assert "bob> click Approve" in shown
     assert re.search(r"to \*staging\*: approved, alias moved\n  Asked by @alice · 1/1 approvals by @bob", shown)
     assert f"(only you) Diagnosing {job}: collecting its evidence; the diagnosis follows in its thread." in shown
-    assert re.search(rf"    ↳ #\d+ in the thread of #1: \S+ \*Diagnosis\* of `{job}`", shown), shown
+    assert re.search(rf"    ↳ #\d+ in the thread of #1: \S+ \*Diagnosis\* of `{job}`: \*compute-bound\*", shown), shown
+    # The trials wrote their step timings on CPU: the slowest trial's are read, named, and quoted.
+    trial = re.search(
+        r"Compute-bound on CPU: the processors are the bottleneck\. Step time is dominated by computation "
+        r"\(data \d+%, collectives 0%, compute \d+% of \d+ ms steps\)\. Step timings: trial (\S+), the slowest "
+        r"of the sweep's 2 trials that wrote step timings \(mean step \d+ ms; the fastest, \S+, \d+ ms\)\.",
+        shown,
+    )
+    assert trial, shown
+    assert re.search(rf'`steps/{re.escape(trial[1])}--rank-0\.jsonl:\d+` `\{{"rank": 0, .*"device": "cpu"\}}`', shown)
+    assert "It ran on 1 CPU worker(s) and no GPU" in shown and "the GPUs are the bottleneck" not in shown
+    assert "insufficient-evidence" not in shown
+    # The runbook's beginning in the thread, the whole page as a file beside it.
+    assert "Mitigation steps 3 to 6 and the rest of the runbook: `compute-bound.md`, attached below" in shown
+    page = re.search(r"📎 Runbook: Step time dominated by computation: (\S+/compute-bound\.md) \(\d+ bytes\)", shown)
+    assert page and Path(page[1]).read_text() == (PLAYBOOKS / "compute-bound.md").read_text()
 
 
 @pytest.fixture

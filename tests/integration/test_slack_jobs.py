@@ -116,9 +116,10 @@ def test_a_launch_gets_a_thread_that_follows_the_job_even_when_someone_asked_for
     )
     diagnosis = wait_for_reply(slack, parent, f"Diagnosis of {job}: ", timeout_s=120)
     assert "Show evidence" in json.dumps(diagnosis.params["blocks"])
-    [completed] = slack.wait_for("files.completeUploadExternal")
+    # The chart is the first file; each runbook's page follows its message.
+    completed = slack.wait_for("files.completeUploadExternal")[0]
     assert completed.params["thread_ts"] == parent.answer["ts"]
-    [upload] = [call for call in slack.calls if call.method == "upload_url"]
+    upload = next(call for call in slack.calls if call.method == "upload_url")
     assert upload.params["content"].startswith(b"\x89PNG")
 
 

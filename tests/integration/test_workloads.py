@@ -28,7 +28,8 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 JOB_TIMEOUT_S = 240
-STEP_KEYS = {"rank", "step", "time", "step_s", "data_s", "comm_s", "samples"}
+# BUNDLE.md's step fields, and the device the step ran on (these run on CPU).
+STEP_KEYS = {"rank", "step", "time", "step_s", "data_s", "comm_s", "samples", "device"}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,9 @@ def test_ddp_run_writes_steps_and_checkpoints_and_resumes_where_it_stopped(jobs,
     for rank in (0, 1):
         records = step_records(steps_dir, rank)
         assert [record["step"] for record in records] == list(range(6))
-        assert all(set(record) == STEP_KEYS and record["rank"] == rank for record in records)
+        assert all(
+            set(record) == STEP_KEYS and (record["rank"], record["device"]) == (rank, "cpu") for record in records
+        )
         # Two ranks: every step waits on a gradient all-reduce.
         assert all(record["comm_s"] > 0 and record["step_s"] > record["comm_s"] for record in records)
     assert sorted(load_bundle(steps_dir.parent).steps) == [0, 1]

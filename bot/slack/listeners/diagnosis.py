@@ -1,5 +1,6 @@
 """A diagnosis in Slack: the message, then in its thread the chart and (when no published runbook can be
-linked) the runbooks' text; and the "Show evidence" button, which posts every finding's quotes there.
+linked) each runbook's first part as a message with the whole page as a file; and the "Show evidence"
+button, which posts every finding's quotes there.
 
 The button carries the key of the kept bundle, not the evidence: the diagnosis is a pure function of the
 bundle, so a click diagnoses it again.
@@ -16,7 +17,7 @@ from slack_sdk import WebClient
 
 from actions.state.posts import Post
 from bot.render.blocks import mrkdwn
-from bot.render.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_messages
+from bot.render.diagnosis_view import EVIDENCE_ACTION, diagnosis_message, evidence_message, runbook_posts
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -51,8 +52,10 @@ def post_diagnosis(
     if chart is not None:
         poster.upload(channel, chart, filename=f"{job}-diagnosis.png", title=f"Diagnosis of {job}", thread=under)
     if not runbook_base_url:
-        for message in runbook_messages(diagnosis):
-            poster.post(channel, message, thread=under)
+        for runbook in runbook_posts(diagnosis):
+            poster.post(channel, runbook.message, thread=under)
+            page = runbook.runbook
+            poster.upload(channel, page.page, filename=page.filename, title=f"Runbook: {page.title}", thread=under)
 
 
 def post_evidence(poster: SlackPoster, thread: Post, diagnosis: Diagnosis, name: str) -> None:

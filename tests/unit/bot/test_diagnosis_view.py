@@ -6,25 +6,28 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
-from bot.render.blocks import MAX_BLOCKS, MAX_SECTION_CHARS, Message
+from bot.render.blocks import MAX_BLOCKS, MAX_SECTION_CHARS, Message, render
 from bot.render.diagnosis_view import (
     QUOTE_CHARS,
     TOP_FINDINGS,
     diagnosis_message,
     evidence_message,
-    runbook_messages,
+    runbook_posts,
 )
 from bot.render.report import render_text
+from bot.render.runbook_text import runbook_text
 from diagnosers.engine import diagnose_path
 from tests.builders.hostile_bundle import hostile_bundle
 from tests.paths import EXAMPLES
 from tests.standins.slack_bot import texts
 
 BASE = "https://runbooks.example/trainbot/playbooks/"
+PLAYBOOKS = files("playbooks")
 
 
 def message_for(bundle: Path, job: str = "llm-finetune-7f3c", base: str = BASE) -> Message:
@@ -92,22 +95,36 @@ def test_only_the_top_findings_are_shown_with_two_quotes_each_and_the_rest_is_co
     assert "and 2 more finding(s): Show evidence lists them all" in texts({"blocks": message.blocks})
 
 
-def test_without_a_runbook_url_there_are_no_links_and_the_runbooks_text_goes_in_the_thread():
+def test_without_a_runbook_url_the_thread_gets_each_runbooks_meaning_and_first_steps_and_the_page_as_a_file():
     diagnosis = diagnose_path(EXAMPLES / "failed-gpu-oom")
     message = diagnosis_message(diagnosis, job="llm-finetune-7f3c", runbook_base_url="", evidence_key="k")
     assert "<http" not in json.dumps(message.blocks)
-    oom, timeout = runbook_messages(diagnosis)
-    assert (oom.text, timeout.text) == ("Runbook: CUDA out of memory", "Runbook: NCCL collective timed out")
-    shown = texts({"blocks": oom.blocks})
+    oom, timeout = runbook_posts(diagnosis)
+    assert (oom.message.text, timeout.message.text) == (
+        "Runbook: CUDA out of memory",
+        "Runbook: NCCL collective timed out",
+    )
+    shown = texts({"blocks": oom.message.blocks})
     assert shown.startswith(":book: *Runbook: CUDA out of memory* `gpu-oom`\n*Meaning*\n\nA process asked the CUDA")
     assert "severity: critical" not in shown and "---" not in shown  # the front matter is not the runbook
-    assert "*Diagnosis*" in shown and "*Collect if it persists*" in shown
-    assert "```sh" not in shown and "```\n" in shown  # fences stay, their language does not show as a line
-    assert all(within_limits(message) for message in (oom, timeout))
+    assert "\n*Mitigation*\n\n1. *Halve the per-GPU micro-batch" in shown and "\n2. *Cut activation memory" in shown
+    assert "\n3. " not in shown and "*Symptoms*" not in shown and "*Diagnosis*" not in shown
+    assert shown.endswith("Mitigation steps 3 to 7 and the rest of the runbook: `gpu-oom.md`, attached below")
+    assert len(shown.splitlines()) < 20  # was the whole page, about 50 lines
+    assert (oom.runbook.filename, oom.runbook.page) == ("gpu-oom.md", PLAYBOOKS.joinpath("gpu-oom.md").read_text())
+    assert all(within_limits(post.message) for post in (oom, timeout))
+
+
+def test_a_first_step_with_a_code_block_keeps_it_whole():
+    runbook = runbook_text("dataloader-crash")
+    shown = texts({"blocks": render("runbook", "Runbook", runbook=runbook).blocks})
+    assert "```yaml" not in shown and "```\n" in shown  # fences stay, their language does not show as a line
+    assert "emptyDir: {medium: Memory, sizeLimit: 16Gi}\n```" in shown and "\n2. *Use less shared memory" in shown
+    assert "\n3. " not in shown
 
 
 def test_the_runbooks_in_the_thread_are_those_of_the_top_findings(many_findings):
-    titles = [message.text for message in runbook_messages(diagnose_path(many_findings))]
+    titles = [post.message.text for post in runbook_posts(diagnose_path(many_findings))]
     assert titles == [
         "Runbook: CUDA out of memory",
         "Runbook: Container image cannot be pulled",

@@ -12,7 +12,8 @@ EXPECTED = {
     "comm-bound-small-batch": ("comm-bound", "comm-bound"),
     "io-bound-dcgm-only": ("io-bound", "io-bound"),
     "compute-bound": ("compute-bound", "compute-bound"),
-    "straggler-throttled-gpu": ("comm-bound", "comm-bound"),
+    # The ranks wait in collectives for the throttled one: the time goes to collectives, the straggler is why.
+    "straggler-throttled-gpu": ("comm-bound", "straggler"),
     "insufficient-evidence": ("insufficient-evidence", None),
 }
 
@@ -45,3 +46,12 @@ def test_committed_metric_files_match_their_generator(tmp_path):
     for generated in sorted(tmp_path.rglob("*.json*")):
         relative = generated.relative_to(tmp_path)
         assert (EXAMPLES / relative).read_text() == generated.read_text(), relative
+
+
+def test_the_straggler_leads_the_collective_wait_it_causes():
+    diagnosis = diagnose_path(EXAMPLES / "straggler-throttled-gpu")
+    assert diagnosis.summary.startswith("Rank 5 holds the others back. Rank 5 is the straggler")
+    assert diagnosis.summary.endswith("Runbook: playbooks/straggler.md")
+    comm_bound = next(found for found in diagnosis.findings if found.id == "comm-bound")
+    assert comm_bound.detail.endswith("This is probably a consequence of straggler.")
+    assert comm_bound.confidence < diagnosis.findings[0].confidence

@@ -29,6 +29,7 @@ from tests.standins.slack_bot import SECRET, serving_in_thread, texts
 from tests.standins.slack_standin import SlackStandIn
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
+PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 
 # Settings that point the bot at the local Slack (tests/conftest.py): the slash commands' fixture.
 
@@ -87,9 +88,10 @@ def test_a_diagnosis_in_a_thread_brings_its_chart_and_runbooks_into_that_thread(
     assert {call.params["thread_ts"] for call in (straggler_runbook, comm_runbook)} == {alert.ts}
 
     # files_upload_v2 as Slack serves it: ask for an upload URL, POST the bytes there, complete into the thread.
-    [asked] = slack.wait_for("files.getUploadURLExternal")
-    [uploaded] = slack.wait_for("upload_url")
-    [completed] = slack.wait_for("files.completeUploadExternal")
+    # The chart first, then each runbook's whole page after its message.
+    asked, *runbooks_asked = slack.wait_for("files.getUploadURLExternal", 3)
+    uploaded, *runbooks_uploaded = slack.wait_for("upload_url", 3)
+    completed, *runbooks_completed = slack.wait_for("files.completeUploadExternal", 3)
     chart = diagnosis_chart(kept)
     assert uploaded.params == {"file_id": asked.answer["file_id"], "content": chart}
     assert (asked.params["filename"], int(asked.params["length"])) == ("straggler-job-diagnosis.png", len(chart))
@@ -101,6 +103,20 @@ def test_a_diagnosis_in_a_thread_brings_its_chart_and_runbooks_into_that_thread(
     order = [call.method for call in slack.calls]
     assert order.index("files.getUploadURLExternal") < order.index("upload_url")
     assert order.index("upload_url") < order.index("files.completeUploadExternal")
+
+    pages = [(call.answer["files"][0]["name"], call.answer["files"][0]["title"]) for call in runbooks_completed]
+    assert pages == [
+        ("straggler.md", "Runbook: One rank is slower than the rest"),
+        ("comm-bound.md", "Runbook: Step time dominated by communication"),
+    ]
+    for (name, _), sent in zip(pages, runbooks_uploaded, strict=True):
+        assert sent.params["content"] == (PLAYBOOKS / name).read_bytes()
+    assert {(call.params["channel_id"], call.params["thread_ts"]) for call in runbooks_completed} == {
+        (CHANNEL, alert.ts)
+    }
+    assert slack.calls.index(straggler_runbook) < slack.calls.index(runbooks_asked[0])
+    assert slack.calls.index(runbooks_completed[0]) < slack.calls.index(comm_runbook)
+    slack.check_within_limits()
 
 
 def test_without_a_thread_the_diagnosis_starts_one_and_with_runbook_links_posts_no_runbook_text(
@@ -114,8 +130,8 @@ def test_without_a_thread_the_diagnosis_starts_one_and_with_runbook_links_posts_
 
     shelve_and_post(settings, poster, EXAMPLES / "io-bound-dcgm-only", thread=None)
     _, io_bound, runbook = posts(slack)
-    [completed] = slack.wait_for("files.completeUploadExternal")
-    assert runbook.params["thread_ts"] == completed.params["thread_ts"] == io_bound.answer["ts"]
+    chart, page = slack.wait_for("files.completeUploadExternal", 2)
+    assert runbook.params["thread_ts"] == chart.params["thread_ts"] == page.params["thread_ts"] == io_bound.answer["ts"]
 
 
 def click_show_evidence(bot: str, slack: SlackStandIn, posted: Call, key: str) -> None:
@@ -139,9 +155,10 @@ def test_show_evidence_posts_every_quote_in_the_diagnosis_thread(settings, poste
 def test_evidence_too_long_for_a_message_comes_as_a_text_file_in_the_thread(settings, poster, slack, bot, tmp_path):
     key, kept = shelve_and_post(settings, poster, hostile_bundle(tmp_path / "hostile"), thread=None)
     diagnosis = posts(slack)[0]
+    runbook_pages = len(slack.wait_for("files.completeUploadExternal"))
     click_show_evidence(bot, slack, diagnosis, key)
-    [completed] = slack.wait_for("files.completeUploadExternal")
-    [uploaded] = slack.wait_for("upload_url")
+    completed = slack.wait_for("files.completeUploadExternal", runbook_pages + 1)[-1]
+    uploaded = slack.wait_for("upload_url", runbook_pages + 1)[-1]
     assert completed.params["thread_ts"] == diagnosis.answer["ts"]
     assert completed.answer["files"][0]["name"] == f"{key}-evidence.txt"
     text = uploaded.params["content"].decode()
