@@ -23,10 +23,16 @@ from tests.standins.crd_schema import RAYJOB_CRD, SAMPLES_DIR, problems
 from tests.standins.kube_standin import ServedStandin
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
     return subprocess.run(
-        [str(TRAINBOT), *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})}, check=False
+        [str(TRAINBOT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **(env or {})},
+        cwd=cwd,
+        check=False,
     )
 
 
@@ -92,9 +98,25 @@ def test_config_never_prints_a_secret():
     assert json.loads(result.stdout)["prometheus_token"] == "**********"
 
 
-def test_default_data_dir_is_dot_trainbot():
-    result = run("config")
-    assert json.loads(result.stdout)["data_dir"] == ".trainbot"
+def test_config_says_which_data_directory_and_why(tmp_path):
+    below = tmp_path / "checkout" / "bot"
+    below.mkdir(parents=True)
+    per_user = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+    def chosen(env: dict[str, str]) -> tuple[str, str]:
+        shown = json.loads(run("config", env={**per_user, **env}, cwd=below).stdout)
+        return shown["data_dir"], shown["data_dir_chosen_by"]
+
+    assert chosen({}) == (str(tmp_path / "xdg" / "trainbot"), "per-user default")
+    (tmp_path / "checkout" / ".trainbot").mkdir()
+    assert chosen({}) == (str(tmp_path / "checkout" / ".trainbot"), f"found .trainbot in {tmp_path / 'checkout'}")
+    assert chosen({"TRAINBOT_DATA_DIR": "/named"}) == ("/named", "TRAINBOT_DATA_DIR")
+
+
+def test_stop_with_no_head_says_so_in_one_line_and_exits_0(tmp_path):
+    result = run("stop", env={"TRAINBOT_DATA_DIR": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == f"no local Ray head of {tmp_path} is running; nothing to stop\n"
 
 
 @pytest.mark.parametrize(
