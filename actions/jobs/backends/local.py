@@ -124,7 +124,7 @@ class LocalBackend:
         if url is None:
             runs = f"has no job {job!r}" if job else "runs no jobs"
             raise Unavailable(
-                f"no local Ray head {head_location(self._settings)} answers, so it {runs}; "
+                f"no local Ray head answers {head_location(self._settings)}, so it {runs}; "
                 "`trainbot jobs` lists what was launched, and a launch starts the head"
             )
         if self._client is None or url != self._url:

@@ -75,7 +75,7 @@ def dashboard_url(settings: Settings) -> str:
 def head_location(settings: Settings) -> str:
     """The head in words, for a message: its explicit address, or the data directory it belongs to."""
     explicit = explicit_url(settings)
-    return f"at {explicit}" if explicit else f"of the data directory {settings.data_dir}"
+    return f"at {explicit}" if explicit else f"for the data directory {settings.data_dir}"
 
 
 def find_head(settings: Settings) -> str | None:

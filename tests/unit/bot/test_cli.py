@@ -229,6 +229,14 @@ def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp
     )
 
 
+def test_status_with_no_head_of_this_data_directory_names_the_directory(tmp_path):
+    result = run("status", "nosuchjob-x1", env={"TRAINBOT_DATA_DIR": str(tmp_path)})
+    assert result.stderr == (
+        f"trainbot: no local Ray head answers for the data directory {tmp_path}, so it has no job 'nosuchjob-x1'; "
+        "`trainbot jobs` lists what was launched, and a launch starts the head\n"
+    )
+
+
 def kuberay_env(standin: ServedStandin, tmp_path: Path) -> dict[str, str]:
     """The environment of a `trainbot` that talks to the KubeRay stand-in through a kubeconfig naming it."""
     kubeconfig = tmp_path / "kubeconfig"
