@@ -88,13 +88,15 @@ def find_head(settings: Settings) -> str | None:
     if explicit:
         return explicit if head_running(explicit) else None
     record = read_record(settings)
-    if record is None:
-        return None
     try:
-        session = _session_at(record.dashboard_url)
-    except TimeoutError:  # something else holds the port now, and is silent
+        return record.dashboard_url if record and _answers_as(record) else None
+    except TimeoutError:  # a head too busy to answer, or something else holding the port: not usable now
         return None
-    return record.dashboard_url if session == record.session_name else None
+
+
+def _answers_as(record: HeadRecord) -> bool:
+    """Whether the recorded head answers as itself; TimeoutError when something on its port stays silent."""
+    return _session_at(record.dashboard_url) == record.session_name
 
 
 def head_running(url: str) -> bool:
@@ -173,9 +175,17 @@ def ensure_head(settings: Settings) -> str:
         return _start(settings, *ports).dashboard_url
     # Two launches at once from one data directory start one head between them.
     with _locked(settings):
-        found = find_head(settings)
-        if found:
-            return found
+        record = read_record(settings)
+        if record is not None:
+            try:
+                if _answers_as(record):
+                    return record.dashboard_url
+            except TimeoutError:
+                # Maybe this head, busy: starting another would stop it and its jobs.
+                raise Unavailable(
+                    f"this data directory's Ray head at {record.dashboard_url} did not answer within "
+                    f"{PROBE_TIMEOUT_S:g} s; try again, or `trainbot stop` it and launch again"
+                ) from None
         # What is left of a head of this data directory that died in part (its dashboard) would hold the
         # session folder's files and the CPUs.
         stop_head(settings)
@@ -286,6 +296,7 @@ def stop_head(settings: Settings) -> int:
     import psutil  # noqa: PLC0415 - only stopping needs it
 
     folder = str(temp_dir(settings))
+    sessions = f"{folder}{os.sep}session_"
 
     def under_folder(path: str) -> bool:
         return path.endswith(folder) or f"{folder}{os.sep}" in path
@@ -296,11 +307,12 @@ def stop_head(settings: Settings) -> int:
             return True
         if not any("ray" in arg for arg in args):
             return False
+        # Files in the head's sessions (its logs), not the folder's own (the start lock a launch holds).
         with contextlib.suppress(psutil.Error):
-            return any(under_folder(each.path) for each in process.open_files())
+            return any(each.path.startswith(sessions) for each in process.open_files())
         return False
 
-    # This process may hold a file in the folder (the start lock) and name a Ray-ish path.
+    # Never this process, whatever its arguments name.
     heads = [each for each in psutil.process_iter(["cmdline"]) if each.pid != os.getpid() and of_this_head(each)]
     doomed: dict[int, psutil.Process] = {}
     for head in heads:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +15,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from actions.jobs.backends.local_head import HEAD_HOST, MAX_TEMP_DIR_CHARS, find_head, record_path, stop_head, temp_dir
+from actions.errors import Unavailable
+from actions.jobs.backends.local_head import (
+    HEAD_HOST,
+    MAX_TEMP_DIR_CHARS,
+    ensure_head,
+    find_head,
+    record_path,
+    stop_head,
+    temp_dir,
+)
 from actions.settings import Settings
 from tests.servers.processes import free_port
 
@@ -150,3 +160,18 @@ def test_a_data_dir_too_deep_for_rays_sockets_gets_a_short_temp_dir_of_its_own(t
     assert temp_dir(deep[0]) == folders[0]  # the same each time: stop finds what start made
     short = Settings(data_dir=Path("/tmp/tb-short"))  # nothing is made there
     assert temp_dir(short) == Path("/tmp/tb-short/ray")
+
+
+def test_a_recorded_head_that_stays_silent_is_reported_not_replaced(tmp_path):
+    """A busy head may be slow to answer: starting another would stop it and its jobs."""
+    settings = Settings(data_dir=tmp_path)
+    with socket.socket() as silent:
+        silent.bind((HEAD_HOST, 0))
+        silent.listen()  # connections wait in the backlog, never answered
+        recorded(settings, silent.getsockname()[1], "session_a")
+        started = time.monotonic()
+        with pytest.raises(Unavailable, match="did not answer within 2 s; try again, or `trainbot stop` it"):
+            ensure_head(settings)
+        assert time.monotonic() - started < 10
+    assert record_path(settings).exists()
+    assert find_head(settings) is None
