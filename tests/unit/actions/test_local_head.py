@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -68,9 +69,16 @@ def test_stop_head_stops_its_processes_and_their_children_only(tmp_path):
             each.wait()
 
 
-def test_stop_head_stops_a_process_that_only_writes_into_its_folder(tmp_path):
+@pytest.fixture
+def short_data_dir() -> Iterator[Path]:
+    """A data directory short enough that the head's temp dir is inside it (tmp_path is too long for Ray)."""
+    with tempfile.TemporaryDirectory(prefix="tb-", dir="/tmp") as folder:
+        yield Path(folder)
+
+
+def test_stop_head_stops_a_process_that_only_writes_into_its_folder(short_data_dir, tmp_path):
     """Ray's client server names neither the temp dir nor the session in its arguments: only its logs are there."""
-    ours = Settings(data_dir=tmp_path / "data")
+    ours = Settings(data_dir=short_data_dir)
     logs = temp_dir(ours) / "session_1" / "logs"
     logs.mkdir(parents=True)
     elsewhere = tmp_path / "other" / "logs"
