@@ -195,8 +195,10 @@ class Settings(BaseSettings):
         return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
     def shown(self) -> dict[str, Any]:
-        """The settings as `trainbot config` prints them: secrets and the credentials inside URLs masked."""
-        return {**_masked(self.model_dump(mode="json")), "data_dir_chosen_by": self._data_dir_reason}
+        """The settings as `trainbot config` prints them, the data directory first with why it was chosen;
+        secrets and the credentials inside URLs masked."""
+        shown = _masked(self.model_dump(mode="json"))
+        return {"data_dir": shown.pop("data_dir"), "data_dir_chosen_by": self._data_dir_reason, **shown}
 
     def private_data_dir(self) -> Path:
         """The data directory, created 0700 (and made so, where an older trainbot left it open)."""
