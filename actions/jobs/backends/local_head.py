@@ -194,6 +194,7 @@ def ensure_head(settings: Settings) -> str:
 
 @contextlib.contextmanager
 def _locked(settings: Settings) -> Iterator[None]:
+    """Held while this data directory's head is looked for and started: one start at a time."""
     folder = settings.private_data_dir() / "ray"
     folder.mkdir(mode=0o700, exist_ok=True)
     with (folder / "head.lock").open("a") as lock:
@@ -295,7 +296,9 @@ def stop_head(settings: Settings) -> int:
     the machine, other people's heads too."""
     import psutil  # noqa: PLC0415 - only stopping needs it
 
-    folder = str(temp_dir(settings))
+    record = read_record(settings)
+    # The temp dir it was started in (TMPDIR may differ now, and with it a short temp dir's place).
+    folder = record.temp_dir if record else str(temp_dir(settings))
     sessions = f"{folder}{os.sep}session_"
 
     def under_folder(path: str) -> bool:

@@ -183,3 +183,20 @@ def test_a_recorded_head_that_stays_silent_is_reported_not_replaced(tmp_path):
         assert time.monotonic() - started < 10
     assert record_path(settings).exists()
     assert find_head(settings) is None
+
+
+def test_stop_head_stops_the_head_in_the_temp_dir_it_recorded(tmp_path):
+    """Where a short temp dir was used, TMPDIR may have changed since the start: the record says where it is."""
+    ours = Settings(data_dir=tmp_path / "data")
+    started_in = tmp_path / "then"
+    record = {"dashboard_port": 1, "gcs_port": 2, "client_port": 3, "session_name": "s", "temp_dir": str(started_in)}
+    record_path(ours).parent.mkdir(parents=True)
+    record_path(ours).write_text(json.dumps(record))
+    head = fake_head(str(started_in))
+    try:
+        children(head)
+        assert stop_head(ours) == 2
+        assert head.wait(10) is not None
+    finally:
+        head.kill()
+        head.wait()
