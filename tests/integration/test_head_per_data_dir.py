@@ -15,7 +15,7 @@ import psutil
 import pytest
 from ray.job_submission import JobSubmissionClient
 
-from actions.jobs.backends.local_head import HeadRecord, read_record, record_path, stop_head, temp_dir
+from actions.jobs.backends.local_head import STOP_TIMEOUT_S, HeadRecord, read_record, record_path, stop_head, temp_dir
 from actions.settings import Settings
 from tests.integration.cli import launch, trainbot, wait_for
 
@@ -86,7 +86,10 @@ def test_a_job_from_another_data_dir_runs_in_its_own_head_and_stop_ends_that_hea
 
     second_processes = processes_of(second)
     assert any("ray.util.client.server" in " ".join(each.cmdline()) for each in second_processes)
+    started = time.monotonic()
     stopped = trainbot(env, "stop")
+    # Stopped together, Ray's processes wait for the GCS server that went first until they are killed.
+    assert time.monotonic() - started < STOP_TIMEOUT_S
     assert stopped.stdout.startswith(f"stopped the local Ray head of {other_data_dir.data_dir} (")
     deadline = time.monotonic() + 10
     while any(alive(each) for each in second_processes) and time.monotonic() < deadline:

@@ -36,6 +36,7 @@ STOP_TIMEOUT_S = 10.0
 # Ray puts AF_UNIX sockets under TEMP/session_<date>_<pid>/sockets/; Linux caps such a path at 107 bytes.
 MAX_TEMP_DIR_CHARS = 40
 RECORD_NAME = "head.json"
+GCS_SERVER = "gcs_server"
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,11 @@ def stop_head(settings: Settings) -> int:
             return any(each.path.startswith(sessions) for each in process.open_files())
         return False
 
+    def is_gcs(process: psutil.Process) -> bool:
+        with contextlib.suppress(psutil.Error):
+            return process.name() == GCS_SERVER
+        return False
+
     # Never this process, whatever its arguments name.
     heads = [each for each in psutil.process_iter(["cmdline"]) if each.pid != os.getpid() and of_this_head(each)]
     doomed: dict[int, psutil.Process] = {}
@@ -323,12 +329,16 @@ def stop_head(settings: Settings) -> int:
             doomed.update({each.pid: each for each in [head, *head.children(recursive=True)]})
         except psutil.NoSuchProcess:
             continue
-    for each in doomed.values():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            each.terminate()
-    _, alive = psutil.wait_procs(list(doomed.values()), timeout=STOP_TIMEOUT_S)
-    for each in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            each.kill()
+    # The GCS server last: while it answers the others exit within about 2 s; once it is gone they wait for it
+    # until killed (all at once, `trainbot stop` took the whole STOP_TIMEOUT_S).
+    gcs = [each for each in doomed.values() if is_gcs(each)]
+    for wave in ([each for each in doomed.values() if each not in gcs], gcs):
+        for each in wave:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                each.terminate()
+        _, alive = psutil.wait_procs(wave, timeout=STOP_TIMEOUT_S)
+        for each in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                each.kill()
     record_path(settings).unlink(missing_ok=True)
     return len(doomed)
