@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # The console: Slack in this terminal, against the real bot on embedded defaults (local Ray, sqlite MLflow).
+# This checkout's .trainbot is its data directory (and its Ray head's): found from anywhere below it.
 run: install
+	mkdir -p -m 700 .trainbot
 	$(VENV)/bin/trainbot console
 
 # Debian's Prometheus and promtool for the live-collection tests, its Alertmanager for the alert-thread

@@ -1,7 +1,8 @@
 """The one settings object: environment variables (TRAINBOT_*) over an optional YAML file.
 
-Every setting has a default that works on one machine. TRAINBOT_CONFIG names the YAML file;
-TRAINBOT_DATA_DIR (default ./.trainbot) is where trainbot keeps its state.
+Every setting has a default that works on one machine. TRAINBOT_CONFIG names the YAML file. The data
+directory, where trainbot keeps its state and its local Ray head, is chosen once (`resolve_data_dir`): the
+setting, else the nearest `.trainbot` folder upward from the working directory, else a per-user folder.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+import platformdirs
 import yaml
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from actions.errors import SettingsError
@@ -24,6 +26,8 @@ from diagnosers.limits import MIB, Limits
 log = logging.getLogger(__name__)
 
 CONFIG_ENV = "TRAINBOT_CONFIG"
+DATA_DIR_ENV = "TRAINBOT_DATA_DIR"
+DATA_DIR_NAME = ".trainbot"
 PRIVATE_DIR_MODE = 0o700
 MASK = "***"
 USER_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@(?P<host>[^@]*)$", re.DOTALL)
@@ -38,7 +42,9 @@ BackendName = Literal["local", "kuberay"]
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TRAINBOT_", extra="ignore")
 
-    data_dir: Path = Path(".trainbot")
+    # Unset: resolve_data_dir chooses it (the nearest .trainbot upward, else the per-user folder).
+    data_dir: Path = Path(DATA_DIR_NAME)
+    _data_dir_reason: str = PrivateAttr(default="")
     log_level: str = "INFO"
 
     # Launching: `local` runs a Ray head on this machine; `kuberay` submits RayJobs. The one spelling of the
@@ -47,9 +53,11 @@ class Settings(BaseSettings):
     # Job templates by name, beside the built-in tiny-transformer (see actions/jobs/templates.py).
     templates: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
-    # Local backend: the Ray head trainbot starts on 127.0.0.1 when none is running.
-    local_dashboard_port: int = Field(default=8265, ge=1, le=65535)
-    local_gcs_port: int = Field(default=6379, ge=1, le=65535)
+    # Local backend: the Ray head this data directory starts on 127.0.0.1, on free ports it records there
+    # (actions/jobs/backends/local_head.py). A dashboard port set here (or TRAINBOT_RAY_DASHBOARD_URL) names
+    # the head to use instead, whoever started it; the GCS port goes with a dashboard port (unset: a free one).
+    local_dashboard_port: int | None = Field(default=None, ge=1, le=65535)
+    local_gcs_port: int | None = Field(default=None, ge=1, le=65535)
     local_num_cpus: int | None = Field(default=None, ge=1)
 
     # KubeRay backend. No kubeconfig context means in-cluster config, then ~/.kube/config.
@@ -97,7 +105,8 @@ class Settings(BaseSettings):
     prometheus_metrics: tuple[str, ...] = DCGM_METRICS
     prometheus_pod_label: str = "pod"
     prometheus_host_label: str = "Hostname"
-    # The Ray dashboard to read; empty means the local head's or the RayJob's own (status.dashboardURL).
+    # The Ray dashboard to read, and for the local backend the head its jobs go to; empty means the local
+    # head's or the RayJob's own (status.dashboardURL).
     ray_dashboard_url: str = ""
     ray_dashboard_token: SecretStr = SecretStr("")
     collect_deadline_s: float = Field(default=60.0, gt=0)
@@ -142,6 +151,16 @@ class Settings(BaseSettings):
     # Who may run which slash command, and in which channels (see bot/slack/authorization.py).
     slack_commands: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _choose_data_dir(self) -> Settings:
+        given = self.data_dir if "data_dir" in self.model_fields_set else None
+        self.data_dir, self._data_dir_reason = resolve_data_dir(given)
+        return self
+
+    def data_dir_reason(self) -> str:
+        """Why this data directory: the setting that named it, the .trainbot found, or the per-user default."""
+        return self._data_dir_reason
+
     def bundle_limits(self) -> Limits:
         return Limits(self.bundle_max_file_mb * MIB, self.bundle_max_total_mb * MIB, self.bundle_deadline_s)
 
@@ -176,8 +195,10 @@ class Settings(BaseSettings):
         return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
     def shown(self) -> dict[str, Any]:
-        """The settings as `trainbot config` prints them: secrets and the credentials inside URLs masked."""
-        return _masked(self.model_dump(mode="json"))
+        """The settings as `trainbot config` prints them, the data directory first with why it was chosen;
+        secrets and the credentials inside URLs masked."""
+        shown = _masked(self.model_dump(mode="json"))
+        return {"data_dir": shown.pop("data_dir"), "data_dir_chosen_by": self._data_dir_reason, **shown}
 
     def private_data_dir(self) -> Path:
         """The data directory, created 0700 (and made so, where an older trainbot left it open)."""
@@ -227,6 +248,26 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise SettingsError(f"{CONFIG_ENV}={path}: the top level must be a mapping of setting names")
     return document
+
+
+def resolve_data_dir(given: Path | None) -> tuple[Path, str]:
+    """The data directory and why it was chosen: `given` (the setting), else the nearest .trainbot folder in
+    the working directory or above it, else the per-user data folder (platformdirs)."""
+    if given is not None:
+        return given, _setting_source()
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / DATA_DIR_NAME).is_dir():
+            return folder / DATA_DIR_NAME, f"found {DATA_DIR_NAME} in {folder}"
+    return Path(platformdirs.user_data_dir("trainbot", appauthor=False)), "per-user default"
+
+
+def _setting_source() -> str:
+    """Which setting named the data directory, in the sources' order of priority (given, environment, file)."""
+    if DATA_DIR_ENV in os.environ:
+        return DATA_DIR_ENV
+    config = os.environ.get(CONFIG_ENV)
+    return f"data_dir in {config}" if config else "given"
 
 
 def masked_url(url: str) -> str:

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 from actions.jobs.backends import KUBERAY, LOCAL
-from actions.jobs.backends.local_head import HEAD_HOST, dashboard_url, temp_dir
+from actions.jobs.backends.local_head import HEAD_HOST, find_head, temp_dir
 from actions.jobs.job import JobStatus
 from actions.jobs.service import Jobs
 from actions.settings import Settings
@@ -70,7 +70,9 @@ def _local(
         # DCGM series name the host; Ray's node metrics carry the machine's outward IP, even for this
         # loopback head.
         hosts=(socket.gethostname(), HEAD_HOST, outward_ip()),
-        dashboard_url=settings.ray_dashboard_url or dashboard_url(settings),
+        # Only this data directory's head (or the one set explicitly): another head on the recorded port
+        # knows nothing of this job, or worse, another job of the same name.
+        dashboard_url=find_head(settings) or "",
         session_dir=str(temp_dir(settings) / "session_latest"),
         run_dir=str((settings.data_dir / "runs" / status.name).resolve()),
     )

@@ -7,7 +7,6 @@ and the bot's path never loads torch.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -18,13 +17,6 @@ from actions.errors import PRIVATE_UMASK, ActionError, BadRequest, SettingsError
 from bot.commands.diagnose import add_diagnose_command
 
 EXIT_USAGE = 2
-
-
-def _config(args: argparse.Namespace) -> int:
-    from actions.settings import load_settings  # noqa: PLC0415
-
-    print(json.dumps(load_settings().shown(), indent=2))
-    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -66,12 +58,12 @@ def build_parser(only_diagnose: bool = False) -> argparse.ArgumentParser:
     add_diagnose_command(commands)
     if only_diagnose:
         return parser
+    from bot.commands.data_dir import add_data_dir_commands  # noqa: PLC0415
     from bot.commands.db import add_db_commands  # noqa: PLC0415
     from bot.commands.jobs import add_job_commands  # noqa: PLC0415
     from bot.commands.models import add_model_commands  # noqa: PLC0415
 
-    config = commands.add_parser("config", help="print the effective settings")
-    config.set_defaults(handler=_config)
+    add_data_dir_commands(commands)
     serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (Slack, MLflow webhooks, /healthz)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")

@@ -11,7 +11,6 @@ import pytest
 
 from actions.jobs.backends.local_head import ensure_head, stop_head
 from actions.settings import Settings
-from tests.servers.processes import free_port
 
 
 @pytest.fixture(scope="session")
@@ -21,13 +20,8 @@ def ray_settings() -> Iterator[Settings]:
     # The memory-kill test needs Ray's monitor to act at 40% of RAM; it reads this only at head start.
     os.environ.setdefault("RAY_memory_usage_threshold", "0.4")
     with tempfile.TemporaryDirectory(prefix="tb-", dir="/tmp") as data_dir:
-        settings = Settings(
-            data_dir=Path(data_dir),
-            # Free ports, not Ray's defaults: other checkouts on this machine may run a head of their own.
-            local_dashboard_port=free_port(),
-            local_gcs_port=free_port(),
-            local_num_cpus=4,
-        )
+        # The data directory's own head, on the free ports it records there, as a launch starts it.
+        settings = Settings(data_dir=Path(data_dir), local_num_cpus=4)
         try:
             ensure_head(settings)
             yield settings
@@ -40,7 +34,5 @@ def ray_env(ray_settings: Settings) -> dict[str, str]:
     """TRAINBOT_* variables that point a `trainbot` subprocess at the session's head."""
     return {
         "TRAINBOT_DATA_DIR": str(ray_settings.data_dir),
-        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(ray_settings.local_dashboard_port),
-        "TRAINBOT_LOCAL_GCS_PORT": str(ray_settings.local_gcs_port),
         "RAY_USAGE_STATS_ENABLED": "0",
     }

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs.backends import LOCAL
-from actions.jobs.backends.local_head import dashboard_url, ensure_head, head_running
+from actions.jobs.backends.local_head import ensure_head, find_head, head_location
 from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
 from actions.jobs.watcher import poll_changes
 from actions.service_failure import failure_reason
@@ -36,6 +36,7 @@ class LocalBackend:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._client: TimedJobSubmissionClient | None = None
+        self._url = ""
         # (connect, read) seconds for each request to the dashboard.
         self._timeout = (settings.connect_timeout_s, settings.read_timeout_s)
 
@@ -116,16 +117,18 @@ class LocalBackend:
         return [self._status_of(job) for job in jobs if (job.metadata or {}).get(MANAGED_BY) == MANAGER]
 
     def _connect(self, start: bool = False, job: str | None = None) -> TimedJobSubmissionClient:
-        """A client of the local head; only a launch starts one (a status query or a typo must not). `job`: the
-        job asked about, named when no head answers."""
-        if self._client is None:
-            url = ensure_head(self._settings) if start else dashboard_url(self._settings)
-            if not start and not head_running(url):
-                runs = f"has no job {job!r}" if job else "runs no jobs"
-                raise Unavailable(
-                    f"no local Ray head answers at {url}, so it {runs}; "
-                    "`trainbot jobs` lists what was launched, and a launch starts the head"
-                )
+        """A client of this data directory's head, found again for each call (a head that died and was started
+        again is on other ports, and its old port may be another head's now); only a launch starts one (a
+        status query or a typo must not). `job`: the job asked about, named when no head answers."""
+        url = ensure_head(self._settings) if start else find_head(self._settings)
+        if url is None:
+            runs = f"has no job {job!r}" if job else "runs no jobs"
+            raise Unavailable(
+                f"no local Ray head answers {head_location(self._settings)}, so it {runs}; "
+                "`trainbot jobs` lists what was launched, and a launch starts the head"
+            )
+        if self._client is None or url != self._url:
+            self._url = url
             from actions.jobs.backends.ray_jobs_client import TimedJobSubmissionClient  # noqa: PLC0415 - keeps `trainbot` start fast
 
             try:
@@ -139,7 +142,7 @@ class LocalBackend:
     def _unreachable(self, error: OSError) -> Unavailable:
         """Requests' failures (refused, timed out) are OSErrors; Ray lets them through as they are."""
         return Unavailable(
-            f"the local Ray dashboard at {dashboard_url(self._settings)} cannot be reached "
+            f"the local Ray dashboard at {self._url} cannot be reached "
             f"({failure_reason(error, self._timeout[1])}); `trainbot jobs` lists what was launched"
         )
 
@@ -148,7 +151,7 @@ class LocalBackend:
             name=details.submission_id or details.job_id or "",
             state=JobState(details.status.value),
             message=details.message or "",
-            dashboard_url=dashboard_url(self._settings),
+            dashboard_url=self._url,
             submission_id=details.submission_id or "",
             start_time=_from_ms(details.start_time),
             end_time=_from_ms(details.end_time),

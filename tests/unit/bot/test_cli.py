@@ -24,10 +24,16 @@ from tests.standins.crd_schema import RAYJOB, SAMPLES_DIR, problems, require_crd
 from tests.standins.kube_standin import ServedStandin
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
     return subprocess.run(
-        [str(TRAINBOT), *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})}, check=False
+        [str(TRAINBOT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **(env or {})},
+        cwd=cwd,
+        check=False,
     )
 
 
@@ -102,9 +108,25 @@ def test_config_never_prints_a_secret():
     assert json.loads(result.stdout)["prometheus_token"] == "**********"
 
 
-def test_default_data_dir_is_dot_trainbot():
-    result = run("config")
-    assert json.loads(result.stdout)["data_dir"] == ".trainbot"
+def test_config_says_which_data_directory_and_why(tmp_path):
+    below = tmp_path / "checkout" / "bot"
+    below.mkdir(parents=True)
+    per_user = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+    def chosen(env: dict[str, str]) -> tuple[str, str]:
+        shown = json.loads(run("config", env={**per_user, **env}, cwd=below).stdout)
+        return shown["data_dir"], shown["data_dir_chosen_by"]
+
+    assert chosen({}) == (str(tmp_path / "xdg" / "trainbot"), "per-user default")
+    (tmp_path / "checkout" / ".trainbot").mkdir()
+    assert chosen({}) == (str(tmp_path / "checkout" / ".trainbot"), f"found .trainbot in {tmp_path / 'checkout'}")
+    assert chosen({"TRAINBOT_DATA_DIR": "/named"}) == ("/named", "TRAINBOT_DATA_DIR")
+
+
+def test_stop_with_no_head_says_so_in_one_line_and_exits_0(tmp_path):
+    result = run("stop", env={"TRAINBOT_DATA_DIR": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == f"no local Ray head of {tmp_path} is running; nothing to stop\n"
 
 
 @pytest.mark.parametrize(
@@ -209,6 +231,14 @@ def test_status_of_an_unknown_job_with_no_ray_head_names_the_job_in_one_line(tmp
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         f"trainbot: no local Ray head answers at http://127.0.0.1:{port}, so it has no job 'nosuchjob-x1'; "
+        "`trainbot jobs` lists what was launched, and a launch starts the head\n"
+    )
+
+
+def test_status_with_no_head_of_this_data_directory_names_the_directory(tmp_path):
+    result = run("status", "nosuchjob-x1", env={"TRAINBOT_DATA_DIR": str(tmp_path)})
+    assert result.stderr == (
+        f"trainbot: no local Ray head answers for the data directory {tmp_path}, so it has no job 'nosuchjob-x1'; "
         "`trainbot jobs` lists what was launched, and a launch starts the head\n"
     )
 
