@@ -281,11 +281,11 @@ def _by_pipes(
 
 def compute_bound(ran_on: Hardware, confidence: float, measured: str, quotes: list[Quote]) -> Finding:
     """The compute-bound finding: what was measured, then the title and advice for what the job ran on."""
-    ranks = f"{ran_on.ranks} " if ran_on.ranks else ""
     if ran_on.device == "cpu":
         title = "Compute-bound on CPU: the processors are the bottleneck"
+        workers = {None: "CPU workers", 1: "1 CPU worker"}.get(ran_on.ranks, f"{ran_on.ranks} CPU workers")
         advice = (
-            f"It ran on {ranks}CPU worker(s) and no GPU. Speed-ups: give each worker more CPUs (Ray sets "
+            f"It ran on {workers} and no GPU. Speed-ups: give each worker more CPUs (Ray sets "
             "OMP_NUM_THREADS to the CPUs a worker reserved, 1 by default; or torch.set_num_threads), a batch large "
             "enough to keep them busy, a smaller model, or a GPU if one is available (launch with --gpus 1)."
         )

@@ -60,7 +60,7 @@ def test_the_exit_test_runs_in_the_console_as_written(ray_env, tmp_path):
     )
     assert trial, shown
     assert re.search(rf'`steps/{re.escape(trial[1])}--rank-0\.jsonl:\d+` `\{{"rank": 0, .*"device": "cpu"\}}`', shown)
-    assert "It ran on 1 CPU worker(s) and no GPU" in shown and "the GPUs are the bottleneck" not in shown
+    assert "It ran on 1 CPU worker and no GPU" in shown and "the GPUs are the bottleneck" not in shown
     assert "insufficient-evidence" not in shown
     # The runbook's beginning in the thread, the whole page as a file beside it.
     assert "Mitigation steps 3 to 6 and the rest of the runbook: `compute-bound.md`, attached below" in shown

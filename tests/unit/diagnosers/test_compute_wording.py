@@ -37,7 +37,7 @@ def test_a_cpu_run_is_compute_bound_on_cpu_with_advice_for_cpus(tmp_path: Path) 
     write_compute_bound_ranks(tmp_path, ranks=2, device="cpu")
     title, detail = compute_bound(tmp_path)
     assert title == "Compute-bound on CPU: the processors are the bottleneck"
-    assert "It ran on 2 CPU worker(s) and no GPU" in detail
+    assert "It ran on 2 CPU workers and no GPU" in detail
     assert "OMP_NUM_THREADS" in detail and "a GPU if one is available" in detail
     assert "GPUs" not in title + detail and "torch.compile" not in detail
 
@@ -47,7 +47,7 @@ def test_bundle_json_without_gpus_says_cpu_when_the_records_do_not(tmp_path: Pat
     write_bundle_json(tmp_path, job="tiny-transformer-7f3a", status="SUCCEEDED", world_size=1, gpus_per_worker=0)
     title, detail = compute_bound(tmp_path)
     assert title.startswith("Compute-bound on CPU")
-    assert "It ran on 1 CPU worker(s)" in detail
+    assert "It ran on 1 CPU worker and" in detail
 
 
 @pytest.mark.parametrize("said_by", ["records", "dcgm"])
