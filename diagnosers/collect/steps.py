@@ -17,6 +17,7 @@ from diagnosers.collect.bundle_writer import NOT_CONFIGURED, OK, BundleWriter, e
 from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.local_logs import read_tail
 from diagnosers.collect.target import CollectConfig, Target
+from diagnosers.rules.measures import steady
 
 MAX_RANK_FILES = 1024
 # A sweep's trials read to find the slowest: more than trainbot lets a sweep have.
@@ -72,7 +73,10 @@ def _trials(run: Path, config: CollectConfig, deadline: Deadline) -> list[_Trial
         return []
     trials = []
     for steps in sorted(run.glob("*/steps"))[:MAX_TRIALS]:
-        times = [step_s for data in _rank_files(steps, config, deadline).values() for step_s in _step_times(data)]
+        # The steady steps, as the rules measure them: a trial's start-up is not its pace.
+        times = [
+            step_s for data in _rank_files(steps, config, deadline).values() for step_s in steady(_step_times(data))
+        ]
         if times:
             trials.append(_Trial(steps, statistics.fmean(times)))
     return trials

@@ -76,3 +76,22 @@ def test_a_job_that_wrote_no_timings_says_where_they_were_looked_for(tmp_path: P
     status = json.loads((bundle / "bundle.json").read_text())["sources"]["steps"]
     assert status == f"error: {run / 'steps'} does not exist (the job wrote no step timings)"
     assert diagnose_path(bundle).verdict == "insufficient-evidence"
+
+
+def test_a_trials_start_up_does_not_make_it_the_slowest(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / SWEEP
+    write_run(run / "lr=0.0087" / "steps", 0, step_s=0.090)
+    # Fast once started, after a first step that compiled and warmed up for two seconds.
+    warmed = run / "lr=0.0012" / "steps"
+    warmed.mkdir(parents=True)
+    times = [2.0] + [0.040] * 9
+    records = [{"rank": 0, "step": step, "time": 1.7e9, "step_s": step_s, "data_s": 0.0, "comm_s": 0.0, "samples": 16}
+               for step, step_s in enumerate(times)]  # fmt: skip
+    (warmed / "rank-0.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    bundle = collected(run, tmp_path / "bundle")
+
+    assert json.loads((bundle / "bundle.json").read_text())["steps_from"] == (
+        "trial lr=0.0087, the slowest of the sweep's 2 trials that wrote step timings "
+        "(mean step 90 ms; the fastest, lr=0.0012, 40 ms)"
+    )
