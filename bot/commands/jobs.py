@@ -213,7 +213,11 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
+    from bot.render.ansi import without_ansi  # noqa: PLC0415
+
     text = jobs_service(_settings()).logs(args.job, args.tail)
+    if not sys.stdout.isatty():  # Ray's colours are for a terminal; in a file or a pipe they are noise
+        text = without_ansi(text)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 
