@@ -214,7 +214,7 @@ def _status(args: argparse.Namespace) -> int:
     with progress_line(args.wait and wants_progress(args.output), f"{found.status.name}: waiting") as line:
         while args.wait and not found.status.state.terminal:
             status = found.status
-            trials = _sweep_standing(settings, jobs, status.name) if line.drawing else ""
+            trials = sweep_standing(settings, jobs, status.name) if line.drawing else ""
             line.show(f"{status.name}: {status.state}{trials}", since=status.start_time)
             time.sleep(WAIT_POLL_S)
             found = jobs.status_history(status.name)
@@ -222,7 +222,7 @@ def _status(args: argparse.Namespace) -> int:
     return 1 if args.wait and found.status.state != JobState.SUCCEEDED else 0
 
 
-def _sweep_standing(settings: Settings, jobs: Jobs, name: str) -> str:
+def sweep_standing(settings: Settings, jobs: Jobs, name: str) -> str:
     """For a sweep trainbot launched, " · 3/10 trials done, 2 running, best ..." from MLflow; else ""."""
     from actions.errors import ActionError  # noqa: PLC0415
     from actions.jobs.planning import sweep_experiment  # noqa: PLC0415

@@ -7,16 +7,22 @@ from __future__ import annotations
 import io
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 
 from actions.evidence.collecting import SourcesCollected, reporting
+from actions.jobs.job import JobState, JobStatus
+from actions.settings import Settings
+from bot.commands.jobs import jobs_service, sweep_standing
 from bot.render.progress import collection_text, elapsed, progress_line
 from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import collect
 from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.target import CollectConfig, Target
+from tests.builders.job_records import launch, open_store
+from tests.unit.actions.test_sweep_progress import SWEEP, write_sweep
 
 
 def terminal() -> tuple[Console, io.StringIO]:
@@ -99,3 +105,17 @@ def test_without_a_listener_the_sources_are_left_as_they_are():
     sources = {"quick": lambda target, config, writer, deadline: None}
 
     assert reporting("job-x", sources, None) is sources
+
+
+def test_a_sweeps_wait_line_counts_its_trials_and_names_the_best(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    write_sweep(uri, {"t1": ("FINISHED", 2.5), "t2": ("FAILED", None), "t3": ("RUNNING", 1.75)})
+    settings = Settings(data_dir=tmp_path, mlflow_tracking_uri=uri)
+    store = open_store(settings.state_url())
+    sweep = replace(launch(SWEEP), kind="sweep", params={"trials": 10})
+    store.record_launch(sweep, "local", JobStatus(SWEEP, JobState.RUNNING))
+    store.record_launch(launch("tiny-transformer-x1"), "local", JobStatus("tiny-transformer-x1", JobState.RUNNING))
+    jobs = jobs_service(settings)
+
+    assert sweep_standing(settings, jobs, SWEEP) == " · 2/10 trials done, 1 running, best val_loss 1.75 (t3)"
+    assert sweep_standing(settings, jobs, "tiny-transformer-x1") == ""
