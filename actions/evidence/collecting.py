@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from actions.jobs.backends import KUBERAY, LOCAL
@@ -14,12 +17,29 @@ from actions.jobs.backends.local_head import HEAD_HOST, find_head, temp_dir
 from actions.jobs.job import JobStatus
 from actions.jobs.service import Jobs
 from actions.settings import Settings
+from diagnosers.collect.bundle_writer import BundleWriter
 from diagnosers.collect.collector import Source, collect
+from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.target import CollectConfig, Target
 
 
-def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
-    """Collect what the live sources know about `job` into `folder` (a bundle) and return it."""
+@dataclass(frozen=True)
+class SourcesCollected:
+    """Where a collection stands: the sources that have finished (whatever they found) and those still at work."""
+
+    job: str
+    done: tuple[str, ...]
+    waiting: tuple[str, ...]
+
+
+CollectionProgress = Callable[[SourcesCollected], None]
+
+
+def collect_job(
+    settings: Settings, jobs: Jobs, job: str, folder: Path, progress: CollectionProgress | None = None
+) -> Path:
+    """Collect what the live sources know about `job` into `folder` (a bundle) and return it; `progress` hears
+    which sources are done, once before the first starts and as each one ends (from the source's thread)."""
     status, backend = jobs.locate_status(job)
     record = jobs.store.get(status.name) if jobs.store.known(status.name) else None
     world = (record.workers, record.gpus_per_worker) if record else (None, None)
@@ -29,9 +49,35 @@ def collect_job(settings: Settings, jobs: Jobs, job: str, folder: Path) -> Path:
         kuberay = jobs.backend(KUBERAY)
         client = kuberay.api_client() if isinstance(kuberay, KubeRayBackend) else None
         target, config, sources = _kuberay(settings, status, world, client)
-        return collect(target, config, folder, sources)
+        return collect(target, config, folder, reporting(status.name, sources, progress))
     target, config, sources = _local(settings, status, world)
-    return collect(target, config, folder, sources, absent=("k8s",))
+    return collect(target, config, folder, reporting(status.name, sources, progress), absent=("k8s",))
+
+
+def reporting(job: str, sources: dict[str, Source], progress: CollectionProgress | None) -> dict[str, Source]:
+    """`sources`, each telling `progress` when it ends; as they are with no `progress`."""
+    if progress is None:
+        return sources
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def standing() -> SourcesCollected:
+        with lock:
+            return SourcesCollected(job, tuple(done), tuple(name for name in sources if name not in done))
+
+    def reported(name: str, source: Source) -> Source:
+        def run(target: Target, config: CollectConfig, writer: BundleWriter, deadline: Deadline) -> None:
+            try:
+                source(target, config, writer, deadline)
+            finally:
+                with lock:
+                    done.append(name)
+                progress(standing())
+
+        return run
+
+    progress(standing())
+    return {name: reported(name, source) for name, source in sources.items()}
 
 
 def collect_config(settings: Settings, kube_client: object = None) -> CollectConfig:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actions.evidence.bundle_shelf import BundleShelf
-from actions.evidence.collecting import collect_job
+from actions.evidence.collecting import CollectionProgress, collect_job
 
 if TYPE_CHECKING:
     from actions.jobs.service import Jobs
@@ -38,13 +38,20 @@ class JobDiagnosis:
     kept: KeptBundle | None = None
 
 
-def diagnose_job(settings: Settings, jobs: Jobs, job: str, shelf: BundleShelf | None = None) -> JobDiagnosis:
-    """Collect `job`'s evidence and diagnose it. Without a shelf the bundle is gone once diagnosed."""
+def diagnose_job(
+    settings: Settings,
+    jobs: Jobs,
+    job: str,
+    shelf: BundleShelf | None = None,
+    progress: CollectionProgress | None = None,
+) -> JobDiagnosis:
+    """Collect `job`'s evidence and diagnose it. Without a shelf the bundle is gone once diagnosed; `progress`
+    hears how the collection goes (collect_job)."""
     from diagnosers.engine import diagnose_path  # noqa: PLC0415 - the rules load on the first diagnosis
 
     limits = settings.bundle_limits()
     with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
-        collected = collect_job(settings, jobs, job, Path(scratch) / job.replace("/", "_"))
+        collected = collect_job(settings, jobs, job, Path(scratch) / job.replace("/", "_"), progress)
         if shelf is None:
             return JobDiagnosis(job, diagnose_path(collected, limits))
         key = shelf.keep(collected, job)

@@ -124,7 +124,9 @@ class Backend(Protocol):
 
     def status(self, name: str) -> JobStatus: ...
 
-    def logs(self, name: str, tail: int | None = None) -> str: ...
+    def logs(self, name: str, tail: int | None = None) -> str:
+        """The job's log; with `tail`, its last lines as log_tail counts them."""
+        ...
 
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         """Stop the job: delete it, or with `suspend` keep it to resume later (where the backend can)."""
@@ -152,3 +154,15 @@ def label_value(text: str) -> str:
     """A Kubernetes label value (63 chars of [A-Za-z0-9._-], alphanumeric at both ends) for any user id."""
     value = re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:63].strip("._-")
     return value or "unknown"
+
+
+def log_tail(text: str, lines: int | None) -> str:
+    """The last `lines` lines of `text` (None: all of it), counted as `tail -n` counts them: only a newline ends
+    a line. str.splitlines also ends one at a form feed, U+2028 and the like, which a job's log may hold."""
+    if lines is None:
+        return text
+    if lines == 0:
+        return ""
+    ends_with_newline = text.endswith("\n")
+    kept = (text[:-1] if ends_with_newline else text).split("\n")[-lines:]
+    return "\n".join(kept) + ("\n" if ends_with_newline else "")

@@ -7,6 +7,7 @@ imported only when a promotion needs it. MLflow's errors become ours, with what 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ MLFLOW_HTTP_VARIABLES = (
 MISSING_CODES = ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND")
 # MLflow answers an alias that names nothing with this code and a "not found" message.
 INVALID = "INVALID_PARAMETER_VALUE"
+# After MLflow could not be reached, calls fail at once for this long: a command that makes several calls
+# (an approval reads the alias, then records the failure in tags) waits out the timeout once, not each time.
+UNREACHABLE_HOLD_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class Registry:
         self.tracking_uri = tracking_uri
         self._http = http
         self._client: MlflowClient | None = None
+        # What the last "cannot be reached" said, and until when (time.monotonic()) it answers every call.
+        self._unreachable_until: tuple[str, float] | None = None
 
     def version(self, model: str, version: int) -> ModelVersion:
         with self._answering(f"{model} version {version}"):
@@ -136,6 +142,9 @@ class Registry:
 
     @contextmanager
     def _answering(self, what: str) -> Iterator[None]:
+        held = self._unreachable_until
+        if held is not None and time.monotonic() < held[1]:
+            raise Unavailable(held[0])
         try:
             yield
         except ActionError:
@@ -152,13 +161,16 @@ class Registry:
             raise self._unreachable(error) from None
 
     def _unreachable(self, error: OSError) -> Unavailable:
+        """The error that says so, held for UNREACHABLE_HOLD_S."""
         from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_TIMEOUT  # noqa: PLC0415
 
-        return Unavailable(
+        unreachable = Unavailable(
             f"MLflow at {without_credentials(self.tracking_uri)} cannot be reached "
             f"({failure_reason(error, MLFLOW_HTTP_REQUEST_TIMEOUT.get())}); "
             "check that it is up and that TRAINBOT_MLFLOW_TRACKING_URI names it"
         )
+        self._unreachable_until = (str(unreachable), time.monotonic() + UNREACHABLE_HOLD_S)
+        return unreachable
 
 
 def _mlflow_exception() -> type[MlflowException]:

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from actions.errors import ActionError, BadRequest, Conflict, Forbidden
+from actions.errors import ActionError, BadRequest, Conflict, Forbidden, Unavailable
 from actions.promotions.deliveries import EVENTS, Delivery
 from actions.promotions.policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotions.registry import MlflowHttp, Registry
@@ -236,7 +236,8 @@ class Promotions:
                 self.registry.move_alias(request.model, request.target, request.version)
         except ActionError as error:
             failed = self.store.fail_apply(request_id, str(error), self.clock())
-            self._mirror(failed)
+            if not isinstance(error, Unavailable):  # an MLflow that failed the move would fail its tags too
+                self._mirror(failed)
             return failed
         done = self.store.finish_apply(request_id, self.clock())
         self._mirror(done)

@@ -53,7 +53,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         if is_bundle_path(args.target):
             diagnosis = diagnose_path(Path(args.target), _bundle_limits())
         else:
-            diagnosis = _diagnose_live(args.target)
+            diagnosis = _diagnose_live(args.target, show_progress=not args.json)
     except NotABundle as error:
         raise BadRequest(str(error)) from None
     if args.json:
@@ -63,13 +63,16 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def _diagnose_live(job: str) -> Diagnosis:
+def _diagnose_live(job: str, show_progress: bool) -> Diagnosis:
+    """The job's evidence collected and diagnosed; with `show_progress`, on a terminal, the sources as each ends."""
     from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415 - settings, store, backends
     from actions.settings import load_settings  # noqa: PLC0415
-    from bot.commands.jobs import jobs_service  # noqa: PLC0415
+    from bot.commands.jobs import collection_progress, jobs_service  # noqa: PLC0415
+    from bot.render.progress import progress_line, wants_progress  # noqa: PLC0415
 
     settings = load_settings()
-    return diagnose_job(settings, jobs_service(settings), job).diagnosis
+    with progress_line(show_progress and wants_progress(), f"collecting {job}") as line:
+        return diagnose_job(settings, jobs_service(settings), job, progress=collection_progress(line)).diagnosis
 
 
 def _bundle_limits() -> Limits:

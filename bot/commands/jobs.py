@@ -19,9 +19,11 @@ from actions.errors import BadRequest
 from actions.jobs.backends import BACKEND_NAMES
 from actions.settings import Settings, load_settings
 from bot.commands.verbs import Verb, add_verbs
+from bot.render.progress import ProgressLine, collection_text, progress_line, wants_progress
 from bot.services import Services
 
 if TYPE_CHECKING:
+    from actions.evidence.collecting import CollectionProgress
     from actions.jobs.requests import LaunchRequest
     from actions.jobs.service import Jobs
 
@@ -175,7 +177,10 @@ def _submit(args: argparse.Namespace) -> int:
         else:
             print_document(planned.document, args.output, text=None)
         return 0
-    record = jobs_service(settings).launch(plan_job(settings, request), request.backend_name(settings.backend))
+    launch, backend = plan_job(settings, request), request.backend_name(settings.backend)
+    # A first launch on the local backend starts its Ray head: seconds with nothing else to see.
+    with progress_line(wants_progress(args.output), f"submitting {launch.name} to {backend}"):
+        record = jobs_service(settings).launch(launch, backend)
     if args.output == "name":
         print(record.name)
         return 0
@@ -203,17 +208,46 @@ def _status(args: argparse.Namespace) -> int:
     from actions.jobs.job import JobState  # noqa: PLC0415
     from bot.render.job_view import status_text  # noqa: PLC0415
 
-    jobs = jobs_service(_settings())
+    settings = _settings()
+    jobs = jobs_service(settings)
     found = jobs.status_history(args.job)
-    while args.wait and not found.status.state.terminal:
-        time.sleep(WAIT_POLL_S)
-        found = jobs.status_history(found.status.name)
+    with progress_line(args.wait and wants_progress(args.output), f"{found.status.name}: waiting") as line:
+        while args.wait and not found.status.state.terminal:
+            status = found.status
+            trials = sweep_standing(settings, jobs, status.name) if line.drawing else ""
+            line.show(f"{status.name}: {status.state}{trials}", since=status.start_time)
+            time.sleep(WAIT_POLL_S)
+            found = jobs.status_history(status.name)
     print_document(found.to_dict(), args.output, text=status_text(found.status, found.history))
     return 1 if args.wait and found.status.state != JobState.SUCCEEDED else 0
 
 
+def sweep_standing(settings: Settings, jobs: Jobs, name: str) -> str:
+    """For a sweep trainbot launched, " · 3/10 trials done, 2 running, best ..." from MLflow; else ""."""
+    from actions.errors import ActionError  # noqa: PLC0415
+    from actions.jobs.planning import sweep_experiment  # noqa: PLC0415
+    from actions.jobs.sweep_progress import sweep_progress  # noqa: PLC0415 - MLflow loads only for a sweep
+    from actions.promotions.registry import MlflowHttp  # noqa: PLC0415
+    from bot.render.job_view import sweep_summary  # noqa: PLC0415
+
+    record = jobs.recorded(name)
+    if record is None or record.kind != "sweep":
+        return ""
+    MlflowHttp.of(settings).apply()  # a silent MLflow server must not stall the wait
+    trials = int(record.params.get("trials", 0))
+    try:
+        progress = sweep_progress(settings.tracking_uri(), sweep_experiment(record.template), name, trials)
+    except ActionError:
+        return ""  # the trials are extra: the wait goes on with the job's state
+    return f" · {sweep_summary(progress, trials)}" if progress.runs else " · waiting for its first trial"
+
+
 def _logs(args: argparse.Namespace) -> int:
+    from bot.render.ansi import without_ansi  # noqa: PLC0415
+
     text = jobs_service(_settings()).logs(args.job, args.tail)
+    if not sys.stdout.isatty():  # Ray's colours are for a terminal; in a file or a pipe they are noise
+        text = without_ansi(text)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return 0
 
@@ -237,11 +271,19 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _collect_live(job: str, folder: Path) -> Path:
-    """The job's evidence, collected from its live sources into `folder`."""
+    """The job's evidence, collected from its live sources into `folder`; on a terminal, the sources as each ends."""
     from actions.evidence.collecting import collect_job  # noqa: PLC0415
 
     settings = _settings()
-    return collect_job(settings, jobs_service(settings), job, folder)
+    with progress_line(wants_progress(), f"collecting {job}") as line:
+        return collect_job(settings, jobs_service(settings), job, folder, collection_progress(line))
+
+
+def collection_progress(line: ProgressLine) -> CollectionProgress | None:
+    """What tells `line` how a collection goes; None when the line draws nothing."""
+    if not line.drawing:
+        return None
+    return lambda standing: line.show(collection_text(standing))
 
 
 def _collect(args: argparse.Namespace) -> int:

@@ -115,8 +115,12 @@ def _rollback(args: argparse.Namespace) -> int:
 
 
 def _approve(args: argparse.Namespace) -> int:
-    _show(promotions_service().approve(_actor(args), args.request), args.output)
-    return 0
+    """Exit 1 when the alias move this approval made failed (the request's line says why)."""
+    from actions.promotions.store import PromotionState  # noqa: PLC0415
+
+    request = promotions_service().approve(_actor(args), args.request)
+    _show(request, args.output)
+    return 1 if request.state == PromotionState.FAILED else 0
 
 
 def _reject(args: argparse.Namespace) -> int:

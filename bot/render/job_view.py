@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ from actions.jobs.records import Event, JobRecord
 
 if TYPE_CHECKING:
     from actions.jobs.service import Cancellation
+    from actions.jobs.sweep_progress import SweepProgress
 
 COLUMNS = ("NAME", "STATE", "BACKEND", "TEMPLATE", "REQUESTER", "AGE")
 
@@ -51,6 +53,28 @@ def cancellation_text(cancellation: Cancellation) -> str:
     if cancellation.requested:
         return f"{status.name}: {status.state} ({action} requested)"
     return f"{status.name}: already {status.state}; nothing to {action}"
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """Where a sweep stands, as Slack's progress message and the terminal's progress line say it."""
+
+    done: int
+    trials: int
+    running: int
+    best: str  # "best val_loss 0.912 (trial-3)", or "" before any trial reported the metric
+
+    def __str__(self) -> str:
+        counts = f"{self.done}/{self.trials} trials done, {self.running} running"
+        return f"{counts}, {self.best}" if self.best else counts
+
+
+def sweep_summary(progress: SweepProgress, trials: int) -> SweepSummary:
+    """`trials`: as asked (0 if unknown); more runs than that (Tune's retries) count as no more than all done."""
+    done = min(progress.finished, trials) if trials else progress.finished
+    best = progress.best
+    best_text = f"best {progress.metric} {best.value:.4g} ({best.name})" if best and best.value is not None else ""
+    return SweepSummary(done, trials, progress.running, best_text)
 
 
 def age(created: datetime, now: datetime | None = None) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from actions.jobs.job import JobState, JobStatus
 from actions.state.posts import Post
 from bot.render.blocks import Message, clip, render
+from bot.render.job_view import sweep_summary
 
 if TYPE_CHECKING:
     from actions.jobs.records import JobRecord
@@ -122,17 +123,13 @@ class JobThreads:
             return render(
                 "notice", f"{record.name}: waiting for its first trial", message="Waiting for the first trial"
             )
-        done = min(progress.finished, trials) if trials else progress.finished
-        best = progress.best
-        best_text = f"best {progress.metric} {best.value:.4g} ({best.name})" if best and best.value is not None else ""
-        filled = round(BAR_WIDTH * done / trials) if trials else 0
+        summary = sweep_summary(progress, trials)
+        filled = round(BAR_WIDTH * summary.done / trials) if trials else 0
         bar = "█" * filled + "░" * (BAR_WIDTH - filled)
-        text = f"{record.name}: {done}/{trials} trials done, {progress.running} running" + (
-            f", {best_text}" if best_text else ""
-        )
         return render(
-            "sweep_progress", text, bar=bar, done=done, trials=trials, running=progress.running, best=best_text
-        )
+            "sweep_progress", f"{record.name}: {summary}", bar=bar, done=summary.done, trials=trials,
+            running=summary.running, best=summary.best,
+        )  # fmt: skip
 
 
 def results_message(record: JobRecord, progress: SweepProgress) -> Message:

@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from actions.jobs.backends import KUBERAY
 from actions.jobs.backends.rayjob import DEFAULT_SUBMISSION_MODE, apply_launch, build_rayjob
-from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
+from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch, log_tail
 from actions.service_failure import failure_reason
 from actions.settings import Settings
 
@@ -394,8 +394,7 @@ def dashboard_log(dashboard: str, job_id: str, tail: int | None) -> str:
             f"cannot read the logs of {job_id} from the Ray dashboard at {base} ({error}); "
             "trainbot reaches it only from inside the cluster"
         ) from None
-    lines = text.splitlines(keepends=True)
-    return "".join(lines if tail is None else lines[max(0, len(lines) - tail) :])
+    return log_tail(text, tail)
 
 
 def _parse_time(text: str | None) -> datetime | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs.backends import LOCAL
 from actions.jobs.backends.local_head import ensure_head, find_head, head_location
-from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch
+from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch, log_tail
 from actions.jobs.watcher import poll_changes
 from actions.service_failure import failure_reason
 from actions.settings import Settings
@@ -87,9 +87,7 @@ class LocalBackend:
             raise _not_found_or_unavailable(name, error) from None
         except OSError as error:
             raise self._unreachable(error) from None
-        if tail is None:
-            return text
-        return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""
+        return log_tail(text, tail)
 
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         if suspend:

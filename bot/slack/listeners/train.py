@@ -12,6 +12,7 @@ import yaml
 from bot.commands.diagnose import add_chat_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
 from bot.commands.jobs import add_job_commands, launch_request
+from bot.render.ansi import without_ansi
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
 from bot.render.job_view import age, cancellation_text
 from bot.slack.authorization import CANCEL_ANY
@@ -72,7 +73,8 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
 
 def train_logs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     tail = LOG_LINES if command.args.tail is None else command.args.tail
-    lines = desk.jobs().logs(command.args.job, tail).splitlines()
+    # Slack shows a terminal's colour codes as they are: ESC[36m around every line Ray prefixes.
+    lines = without_ansi(desk.jobs().logs(command.args.job, tail)).splitlines()
     shown: list[str] = []
     for line in reversed(lines):  # the newest lines that fit
         if sum(len(mrkdwn(kept)) + 1 for kept in shown) + len(mrkdwn(line)) > LOG_CHARS:

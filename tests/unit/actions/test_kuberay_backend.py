@@ -263,6 +263,16 @@ def test_logs_without_a_submitter_pod_come_from_the_ray_dashboard(standin, backe
     assert not list(standin.api[kmock.resource("v1/pods")])
 
 
+def test_a_dashboard_log_tail_counts_lines_as_tail_does(standin, backend):
+    """Before: a form feed and a U+2028 inside two lines made `--tail 3` return one and a half lines."""
+    launch = team_launch()
+    backend.submit(launch)
+    log = "loading\nepoch 1\x0cpage 2\nepoch 2\u2028more\nepoch 3"
+    standin.set_status(launch.name, RUNNING | {"dashboardURL": standin.serve_dashboard({"raysubmit_1": log})})
+    assert backend.logs(launch.name, tail=3) == "epoch 1\x0cpage 2\nepoch 2\u2028more\nepoch 3"
+    assert backend.logs(launch.name, tail=0) == ""
+
+
 def test_logs_when_neither_a_pod_nor_a_dashboard_answers(standin, backend):
     launch = launch_of()
     backend.submit(launch)

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from mlflow import MlflowClient
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
@@ -22,7 +23,8 @@ from sqlalchemy import text
 
 from actions.errors import Unavailable
 from actions.jobs.records import Store
-from actions.promotions.registry import MlflowHttp
+from actions.promotions.policy import Actor
+from actions.promotions.registry import MlflowHttp, Registry
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.local_slack import post_signed, slash_command_body
@@ -32,6 +34,7 @@ from bot.slack.acked_work import AckedWork
 from bot.slack.app import _answering, build_slack_app
 from bot.slack.poster import paced_client
 from bot.web.app import make_app
+from tests.builders.model_registry import register
 from tests.standins.silent_server import HOST, silent_server
 from tests.standins.slack_bot import SECRET, command, serving_in_thread, slack_settings, texts
 from tests.standins.slack_standin import SlackStandIn
@@ -75,6 +78,49 @@ def test_mlflow_gets_trainbots_timeout_and_retries_but_keeps_what_a_person_set(m
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "1"
     assert os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] == "1"
     assert os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] == "0.5"
+
+
+def test_once_mlflow_cannot_be_reached_the_next_calls_say_so_at_once(silent_port):
+    """Before: each call waited out the timeout and retries again, so `model requests` mirroring N expired
+    requests into tags, or an approval reading the alias and then tagging, took N times as long."""
+    registry = Registry(f"http://{HOST}:{silent_port}", MlflowHttp(1, 0, 0, 0))
+
+    first = ended_within(10, lambda: registry.alias_holder("m", "staging"))
+    began = time.monotonic()
+    second = ended_within(10, lambda: registry.tag("m", 1, {"trainbot.staging.state": "failed"}))
+
+    assert time.monotonic() - began < 0.5
+    expected = f"MLflow at http://{HOST}:{silent_port} cannot be reached (no answer within 1 s)"
+    assert isinstance(first, Unavailable) and str(first).startswith(expected)
+    assert isinstance(second, Unavailable) and str(second) == str(first)
+
+
+def test_slack_hears_an_approval_against_a_silent_mlflow_within_10_s(tmp_path: Path, slack: SlackStandIn):
+    """With a 5 s timeout and no retry, one wait is the whole cost: before, reading the alias and then recording
+    the failure in its tags waited twice, past 10 s."""
+    data = tmp_path / "data"
+    data.mkdir()
+    mlflow_uri = f"sqlite:///{data / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=mlflow_uri, registry_uri=mlflow_uri)
+    client.create_experiment("sweeps", artifact_location=str(tmp_path / "artifacts"))
+    client.create_registered_model("m")
+    register(client, "m", {"val_loss": 1.0})
+    up = slack_settings(
+        data, slack, mlflow_tracking_uri=mlflow_uri, promotion=STAGING, mlflow_request_timeout_s=5,
+        mlflow_request_max_retries=0,
+    )  # fmt: skip
+    request = Promotions(up).request(Actor("U01ALICE"), "m", 1, "staging").id
+    with silent_server() as port:
+        down = up.model_copy(update={"mlflow_tracking_uri": f"http://{HOST}:{port}"})
+        for bot in serving_in_thread(
+            make_app(Promotions(down), SlackRequestHandler(build_slack_app(Services(down)).app))
+        ):
+            began = time.monotonic()
+            reply = command(bot, slack, "/model", f"approve {request}", user="U02B")
+            took = time.monotonic() - began
+
+    assert f"failed: MLflow at http://{HOST}:{port} cannot be reached (no answer within 5 s)" in texts(reply)
+    assert took < 10
 
 
 # PostgreSQL

@@ -101,3 +101,15 @@ def test_status_shows_ray_s_whole_20000_character_message_cut_to_slack_s_limits(
     assert len(said) > 20_000 and len(message_field) == 2000
     assert message_field.startswith("*Message*\nJob entrypoint command failed") and message_field.endswith("…")
     assert "&lt;Traceback&gt;" in message_field  # escaped, never a link or a mention
+
+
+def test_logs_in_slack_come_without_ray_s_colour_codes(standin, jobs):
+    """Before: ESC[36m(RayTrainWorker pid=8676)ESC[0m, as the console showed it."""
+    ours = jobs.launch(team_launch())
+    log = "\x1b[36m(RayTrainWorker pid=8676)\x1b[0m epoch 1\n\x1b[36m(RayTrainWorker pid=8676)\x1b[0m epoch 2\n"
+    standin.set_status(ours.name, RUNNING | {"dashboardURL": standin.serve_dashboard({"raysubmit_1": log})})
+
+    answer = train(jobs, f"logs {ours.name}")
+
+    code = answer.blocks[1]["text"]["text"]
+    assert code == "```(RayTrainWorker pid=8676) epoch 1\n(RayTrainWorker pid=8676) epoch 2```"
