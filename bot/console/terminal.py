@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actions.errors import BadRequest
+from actions.promotions.people import People
 from actions.settings import Settings
 from bot.console.local_slack import (
     Call,
@@ -53,8 +54,8 @@ CONSOLE_USERS = ("alice", "bob", "carol")
 # With no promotion config, the console names approvers so that promoting works out of the box.
 CONSOLE_PROMOTION = {
     "targets": {
-        "staging": {"approvers": ["UBOB"]},
-        "production": {"approvers": ["UBOB", "UCAROL"], "approvals": 2},
+        "staging": {"approvers": ["bob"]},
+        "production": {"approvers": ["bob", "carol"], "approvals": 2},
     }
 }
 
@@ -96,7 +97,8 @@ class Console:
     user: str
     out: TextIO
     files_dir: Path
-    view: ConsoleView = field(default_factory=ConsoleView)
+    people: People
+    view: ConsoleView = field(init=False)
     said: list[str] = field(default_factory=list)  # every line printed, for `wait`
     modal: dict[str, Any] | None = None
     modal_user: str = ""
@@ -105,6 +107,7 @@ class Console:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.view = ConsoleView(self.people)
         for name in (*CONSOLE_USERS, self.user):
             self._named(name)
         self.slack.listeners.append(self.show)
@@ -152,21 +155,28 @@ class Console:
             return self._wait(text.removeprefix("wait "))
         elif text.startswith("/"):
             command, _, rest = text.partition(" ")
-            self._send(slash_command_body(self.slack, command, rest, user_id(self.user), CHANNEL))
+            self._send(slash_command_body(self.slack, command, rest, self._id(self.user), CHANNEL))
         else:
             self.print(f"(not a command: {text!r}) {HELP}")
         return True
 
     def _named(self, name: str) -> str:
-        self.view.names[user_id(name)] = name
+        """`name` as who types next: Slack sees their user id (the config's, else one made up from the name);
+        the bot records and shows their name."""
+        if self.people.slack_id(name) == name and not SLACK_USER.fullmatch(name):
+            self.people.add(name, user_id(name))
         return name
+
+    def _id(self, name: str) -> str:
+        """The Slack user id the console sends for `name` (one `_named` has seen)."""
+        return self.people.slack_id(name)
 
     def _click(self, which: str) -> None:
         button = self.view.buttons.get(int(which)) if which.isdigit() else self._labelled(which)
         if button is None:
             self.print(f"(no button {which}; the numbers are in [brackets])")
             return
-        self._send(button_click_body(self.slack, button.action_id, button.value, user_id(self.user), button.message))
+        self._send(button_click_body(self.slack, button.action_id, button.value, self._id(self.user), button.message))
 
     def _labelled(self, label: str) -> Any:
         """The latest button whose label is `label` (quotes allowed): scripts need not know numbers."""
@@ -182,7 +192,7 @@ class Console:
             if block.get("type") == "input"
         }
         body = view_submission_body(modal.get("callback_id", ""), modal.get("private_metadata", ""), values,
-                                    user_id(self.modal_user))  # fmt: skip
+                                    self._id(self.modal_user))  # fmt: skip
         self._send(body)
 
     def _send(self, body: str) -> None:
@@ -240,10 +250,11 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
     )
     with local_slack() as slack:
         bot_settings = console_settings(settings, slack)
-        app, _ = start_everything(Services(bot_settings))
+        services = Services(bot_settings)
+        app, _ = start_everything(services)
         with serving_locally(app) as url:
             console = Console(slack, f"{url}/slack/events", bot_settings.slack_signing_secret.get_secret_value(),
-                              user, out, bot_settings.data_dir / "console-files")  # fmt: skip
+                              user, out, bot_settings.data_dir / "console-files", services.people)  # fmt: skip
             console.print(
                 f"trainbot console: you are {user} in {CHANNEL}. Slack is simulated here; Ray, MLflow and the "
                 f"state in {bot_settings.data_dir} are real; the bot's log is {log_file}.",

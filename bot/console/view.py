@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from actions.promotions.people import People
 from bot.console.local_slack import Call
 
 MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
@@ -38,7 +39,7 @@ class Button:
 class ConsoleView:
     """Turns calls into lines; remembers message numbers and the buttons shown, by number."""
 
-    names: dict[str, str] = field(default_factory=dict)  # user id -> console name
+    people: People  # whose user id is whose name: a mention shows as @name
     buttons: dict[int, Button] = field(default_factory=dict)
     _numbers: dict[str, int] = field(default_factory=dict)  # ts -> message number
     _threads: dict[str, str] = field(default_factory=dict)  # ts -> the ts of its thread's parent
@@ -66,11 +67,11 @@ class ConsoleView:
 
     def _where(self, channel: str) -> str:
         """A channel id, or a direct message when the bot writes to a user id."""
-        return f"a direct message to @{self.names.get(channel, channel)}" if channel[:1] in "UW" else channel
+        return f"a direct message to @{self.people.name(channel)}" if channel[:1] in "UW" else channel
 
     def plain(self, text: str) -> str:
         """mrkdwn as a person reads it: mentions as @name, links as text (url), escapes undone."""
-        text = MENTION.sub(lambda found: "@" + self.names.get(found[1], found[1]), text)
+        text = MENTION.sub(lambda found: "@" + self.people.name(found[1]), text)
         text = SUBTEAM.sub(lambda found: "@" + (found[2] or found[1]).lstrip("@"), text)
         text = LINK.sub(lambda found: f"{found[2]} ({found[1]})", text)
         text = BARE_LINK.sub(lambda found: found[1], text)

@@ -4,6 +4,7 @@ a rejection typed into the reject modal, against a real sqlite registry."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -92,3 +93,26 @@ def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
     result = trainbot(ray_env, "console", "--script", str(tmp_path / "missing.txt"), check=False)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(f"trainbot: {tmp_path / 'missing.txt'}: cannot read it as a text script")
+
+
+def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settings, tmp_path):
+    """Asked in the CLI as alice, approved in the console by bob: every listing names alice and bob."""
+    client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
+    client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
+    client.create_registered_model("tiny-transformer")
+    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port())}
+    asked = trainbot(
+        env, "model", "promote", "tiny-transformer", str(version), "staging", "--as", "alice", "-o", "json"
+    )
+    request_id = json.loads(asked.stdout)["id"]
+    out = io.StringIO()
+    assert run_console(console_settings, "bob", [f"/model approve {request_id}", "/model requests"], out) == 0
+    shown = out.getvalue()
+    assert (
+        f"(only you) `{request_id}  tiny-transformer v1 -> staging  approved`  (1/1 approvals by @bob; asked by @alice)"
+        in shown
+    )
+    assert "UBOB" not in shown and "UALICE" not in shown, shown
+    listed = trainbot(env, "model", "requests").stdout
+    assert f"{request_id}  tiny-transformer v1 -> staging  approved  (1/1 approvals by bob; asked by alice)" in listed

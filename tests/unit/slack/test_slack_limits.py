@@ -142,7 +142,7 @@ def test_the_bot_s_messages_and_modals_are_cut_to_fit(client):
     ]
     for message in messages:
         assert client.chat_postMessage(channel="C0ML", text=message.text, blocks=message.blocks)["ok"]
-    view = render_view("reject_modal", request_id="req-1", summary=huge)
+    view = render_view("reject_modal", request_id="req-1", summary=huge, requester="U01ALICE")
     assert client.views_open(trigger_id="t", view=view)["ok"]
 
 
