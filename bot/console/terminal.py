@@ -10,7 +10,6 @@ typing, `--as NAME LINE` types one line as NAME; `wait TEXT [SECONDS]` waits unt
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
 import shlex
@@ -34,6 +33,7 @@ from bot.console.local_slack import (
     slash_command_body,
     view_submission_body,
 )
+from bot.console.logs import logging_to
 from bot.console.view import ConsoleView
 from bot.http.server import serving_locally
 from bot.render.blocks import SLACK_USER
@@ -241,14 +241,7 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
     """The console until `quit` or the end of input; `lines` from a script (echoed), else typed at a prompt.
     A script's `wait` that gives up ends it with 1."""
     log_file = settings.private_data_dir() / "console.log"
-    # The bot's own log goes to a file: the terminal is the chat.
-    logging.basicConfig(
-        filename=log_file,
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
-    with local_slack() as slack:
+    with logging_to(log_file, settings.log_level), local_slack() as slack:
         bot_settings = console_settings(settings, slack)
         services = Services(bot_settings)
         app, _ = start_everything(services)
@@ -260,19 +253,24 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
                 f"state in {bot_settings.data_dir} are real; the bot's log is {log_file}.",
                 HELP,
             )
-            scripted = lines is not None
-            for text in lines if scripted else _typed(console):
-                if scripted:
-                    console.print(f"{console.user}> {text.rstrip()}", heard=False)
-                try:
-                    going = console.line(text)
-                except BadRequest as error:
-                    console.print(f"({error})")
-                    going = True
-                if scripted and console.gave_up:
-                    return 1
-                if not going:
-                    break
+            return _converse(console, lines)
+
+
+def _converse(console: Console, lines: Iterable[str] | None) -> int:
+    """Act on each line until `quit` or the end; 1 when a script's `wait` gave up."""
+    scripted = lines is not None
+    for text in lines if scripted else _typed(console):
+        if scripted:
+            console.print(f"{console.user}> {text.rstrip()}", heard=False)
+        try:
+            going = console.line(text)
+        except BadRequest as error:
+            console.print(f"({error})")
+            going = True
+        if scripted and console.gave_up:
+            return 1
+        if not going:
+            break
     return 0
 
 

@@ -116,3 +116,18 @@ def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settin
     assert "UBOB" not in shown and "UALICE" not in shown, shown
     listed = trainbot(env, "model", "requests").stdout
     assert f"{request_id}  tiny-transformer v1 -> staging  approved  (1/1 approvals by bob; asked by alice)" in listed
+
+
+def test_library_logs_go_to_the_log_file_not_the_terminal(tmp_path):
+    """A fresh data directory: MLflow creates its tables and says so, in the log file only."""
+    script = tmp_path / "promote.txt"
+    script.write_text("/model promote tiny-transformer 1 staging\n")
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path / "data"), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port())}
+    result = trainbot(env, "console", "--as", "alice", "--script", str(script))
+    assert "(only you) ⚠ MLflow has no tiny-transformer version 1" in result.stdout
+    assert "mlflow" not in result.stdout + result.stderr, result.stdout + result.stderr
+    assert result.stderr == ""
+    assert (
+        "mlflow.store.db.utils: Creating initial MLflow database tables"
+        in (tmp_path / "data" / "console.log").read_text()
+    )
