@@ -86,6 +86,24 @@ def bot(promotion_bot_settings: Settings, client: MlflowClient) -> Iterator[str]
     )
 
 
+def test_a_notice_queued_before_the_bot_started_says_so(promotion_bot_settings, slack):
+    promotions = Promotions(promotion_bot_settings)
+    posts = SlackPosts(promotion_bot_settings.state_url())
+    posts.create_schema()
+    web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
+    queued = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    created = delivery("model_version.created", name="tiny-transformer", version="2")
+    promotions.events.receive(created, queued, list(promotions.targets))
+    started = datetime.now(UTC)
+    promotions.events.receive(delivery("model_version.created", name="tiny-transformer", version="3"), started,
+                              list(promotions.targets))  # fmt: skip
+    assert post_notices(web, promotions, "C0PROMO", started) == 2
+    before, now = [texts(call.params) for call in slack.calls if call.method == "chat.postMessage"]
+    assert before.startswith(":package: tiny-transformer v2 ") and "v3" in now
+    assert before.splitlines()[0].endswith(" staging (from an earlier session, queued 2026-03-01 09:30 UTC)"), before
+    assert "earlier session" not in now
+
+
 def ask(bot: str, slack: SlackStandIn, text: str, user: str = ALICE) -> Call:
     """`user` (alice) asks with `/model TEXT`; the request's post in the channel."""
     reply = command(bot, slack, "/model", text, user=user)
@@ -194,6 +212,7 @@ def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its
     posts = SlackPosts(promotion_bot_settings.state_url())
     posts.create_schema()
     web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
+    started = datetime.now(UTC)
     promotions.events.receive(
         delivery("model_version.created", name="tiny-transformer", version="2"),
         datetime.now(UTC),
@@ -206,11 +225,11 @@ def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its
     )
 
     slack.refusing["chat.postMessage"] = "channel_not_found"
-    assert post_notices(web, promotions, "C0PROMO") == 0
+    assert post_notices(web, promotions, "C0PROMO", started) == 0
     assert len(promotions.events.unposted()) == 2  # kept for the next round
     del slack.refusing["chat.postMessage"]
-    assert post_notices(web, promotions, "C0PROMO") == 2
-    assert post_notices(web, promotions, "C0PROMO") == 0
+    assert post_notices(web, promotions, "C0PROMO", started) == 2
+    assert post_notices(web, promotions, "C0PROMO", started) == 0
 
     offer, out_of_band = [call for call in slack.calls if call.method == "chat.postMessage" and "ts" in call.answer]
     assert offer.params["channel"] == "C0PROMO"
