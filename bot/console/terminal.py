@@ -34,7 +34,7 @@ from bot.console.local_slack import (
     view_submission_body,
 )
 from bot.console.logs import logging_to
-from bot.console.view import ConsoleView
+from bot.console.view import ConsoleView, plain_text
 from bot.http.server import serving_locally
 from bot.render.blocks import SLACK_USER
 from bot.services import Services
@@ -51,6 +51,8 @@ HELP = (
     "(`--as NAME LINE` for one line); `wait TEXT [SECONDS]` waits until the bot says TEXT; `quit` leaves."
 )
 CONSOLE_USERS = ("alice", "bob", "carol")
+# A line that is one of the console's commands, which never answers an open modal.
+COMMAND_LINE = re.compile(r"/|--as |(?:click|wait) \S|as \S+$|(?:quit|exit|help)$")
 # With no promotion config, the console names approvers so that promoting works out of the box.
 CONSOLE_PROMOTION = {
     "targets": {
@@ -131,13 +133,20 @@ class Console:
     def line(self, text: str) -> bool:
         """Act on one typed line; False when the console should end."""
         text = text.strip()
+        if self.modal is not None and not COMMAND_LINE.match(text):
+            self._submit_modal(text)
+            return True
+        if self.modal is not None:  # a command is never a modal's answer: the modal closes, the command runs
+            self.print(f"(the {plain_text(self.modal.get('title'))} modal is closed; {text!r} runs as a command)")
+            self.modal = None
+        return self._command(text)
+
+    def _command(self, text: str) -> bool:
         if not text or text.startswith("#"):
             return True
-        if self.modal is not None:
-            self._submit_modal(text)
-        elif text in ("quit", "exit"):
+        if text in ("quit", "exit"):
             return False
-        elif text == "help":
+        if text == "help":
             self.print(HELP)
         elif text.startswith("--as "):
             _, name, rest = [*text.split(maxsplit=2), ""][:3]
@@ -193,16 +202,31 @@ class Console:
         }
         body = view_submission_body(modal.get("callback_id", ""), modal.get("private_metadata", ""), values,
                                     self._id(self.modal_user))  # fmt: skip
-        self._send(body)
+        if errors := self._send(body).get("errors"):
+            self._refused(modal, errors)
 
-    def _send(self, body: str) -> None:
+    def _refused(self, modal: dict[str, Any], errors: dict[str, str]) -> None:
+        """Slack shows each error under its field and keeps the modal open: so does the console."""
+        labels = {block["block_id"]: plain_text(block.get("label")) for block in modal["blocks"] if "label" in block}
+        self.print(
+            *(f"│ {labels.get(field, field)}: {error}" for field, error in errors.items()),
+            "│ (the modal is still open: type the answer on the next line, or a command to close it)",
+        )
+        self.modal = modal
+
+    def _send(self, body: str) -> dict[str, Any]:
+        """Send a request to the bot and wait for what it says; a modal's refusal (response_action: errors) is
+        answered at once, in the acknowledgement: returned."""
         self.sent_at = len(self.said)
         before = len(self.slack.calls)
         answer = post_signed(self.bot_url, self.secret, body)
         if answer.status_code != 200:
             self.print(f"(the bot answered {answer.status_code}: {answer.text[:300]})")
-            return
+            return {}
+        if answer.text and (acknowledged := answer.json()).get("response_action") == "errors":
+            return acknowledged
         self._settle(before)
+        return {}
 
     def _settle(self, before: int) -> None:
         """Wait for the bot's answer, then until it has been quiet a moment (or ANSWER_S has passed)."""

@@ -90,9 +90,9 @@ class ConsoleView:
         kind = block.get("type")
         if kind in ("section", "header"):
             fields = [item.get("text", "") for item in block.get("fields") or []]
-            return [text for text in [_text(block.get("text")), *fields] if text]
+            return [text for text in [plain_text(block.get("text")), *fields] if text]
         if kind == "context":
-            return [" ".join(_text(element) for element in block.get("elements") or [])]
+            return [" ".join(plain_text(element) for element in block.get("elements") or [])]
         if kind == "actions":
             return ["  ".join(self._button(element, call) for element in block.get("elements") or [])]
         if kind == "divider":
@@ -103,21 +103,22 @@ class ConsoleView:
 
     def _button(self, element: dict[str, Any], call: Call) -> str:
         number = len(self.buttons) + 1
-        label = _text(element.get("text"))
+        label = plain_text(element.get("text"))
         self.buttons[number] = Button(label, element.get("action_id", ""), element.get("value", ""), call)
         return f"[{number}] {label}"
 
     def _modal(self, view: dict[str, Any]) -> list[str]:
-        lines = [f"┌ {_text(view.get('title'))}"]
+        lines = [f"┌ {plain_text(view.get('title'))}"]
         for block in view.get("blocks") or []:
             if block.get("type") == "input":
-                lines.append(f"│ {_text(block.get('label'))}: type it on the next line")
+                lines.append(f"│ {plain_text(block.get('label'))}: type it on the next line")
             else:
                 lines += [f"│ {self.plain(text)}" for text in self._block(block, Call("views.open", {}, {}))]
         return lines
 
 
-def _text(value: Any) -> str:
+def plain_text(value: Any) -> str:
+    """The text of a Block Kit text object (or of a plain value)."""
     if isinstance(value, dict):
         return str(value.get("text", ""))
     return "" if value is None else str(value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,33 @@ def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(consol
     assert "(no button 99; the numbers are in [brackets])" in shown
     assert "(not a command: 'dance')" in shown
     assert shown.count("alice> /model requests") == 1
+
+
+def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_reason(console_settings):
+    client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
+    client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
+    client.create_registered_model("tiny-transformer")
+    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+    out = io.StringIO()
+    script = [
+        f"/model promote tiny-transformer {version} staging",
+        "--as bob click Reject",
+        "   ",  # an empty reason: Slack's error under the field, and the modal stays open
+        "/model requests --open",  # a command: the modal closes and the command runs
+        "--as bob click Reject",
+        "as carol",
+        "--as bob click Reject",
+        "not better than v0",
+    ]
+    started = time.monotonic()
+    assert run_console(console_settings, "alice", script, out) == 0
+    assert time.monotonic() - started < 25  # the refusal is answered at once: nothing waits for a post
+    shown = out.getvalue()
+    assert "alice> \n│ Why?: Say why it is rejected.\n│ (the modal is still open" in shown, shown
+    assert "(the Reject modal is closed; '/model requests --open' runs as a command)\n(only you) *Promotion" in shown
+    assert re.search(r"`pr-\w+  tiny-transformer v1 -> staging  pending`", shown), shown
+    assert "(the Reject modal is closed; 'as carol' runs as a command)\n(you are carol now)" in shown
+    assert re.search(r"✎ #1 now: \*Promote\* `tiny-transformer` v1 to \*staging\*: rejected: not better than v0", shown)
 
 
 def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
