@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.patch_stdout import patch_stdout
+
 from actions.errors import BadRequest
 from actions.promotions.people import People
 from actions.settings import Settings
@@ -304,6 +307,22 @@ def _unmarked(line: str) -> str:
 
 
 def _typed(console: Console) -> Iterator[str]:
+    """Lines typed at the prompt. On a terminal the prompt stays below what the bot says while one is being
+    typed (prompt_toolkit redraws it); from a pipe, plain lines and plain output."""
+    if not (sys.stdin.isatty() and console.out.isatty()):
+        yield from _piped(console)
+        return
+    session: PromptSession[str] = PromptSession()
+    with patch_stdout():
+        console.out = sys.stdout  # the stand-in that prints above the prompt
+        while True:
+            try:
+                yield session.prompt(f"{console.user}> ")
+            except (EOFError, KeyboardInterrupt):
+                return
+
+
+def _piped(console: Console) -> Iterator[str]:
     while True:
         try:
             yield input(f"{console.user}> ")

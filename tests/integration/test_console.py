@@ -5,20 +5,30 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pty
 import re
+import select
+import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from actions.promotions.deliveries import Delivery
+from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.terminal import run_console
 from tests.builders.model_registry import register
 from tests.integration.cli import trainbot
+from tests.paths import TRAINBOT
 from tests.servers.processes import free_port
 
 pytestmark = pytest.mark.integration
+# A terminal's control sequences (cursor moves, colours, erasing), which prompt_toolkit writes around its prompt.
+ANSI_CONTROL = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9]|[=>])|\r")
 
 EXIT_TEST = """\
 # sweep and watch its progress, promote the best to staging, approve as another user, diagnose
@@ -115,6 +125,53 @@ def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_
     assert re.search(r"`pr-\w+  tiny-transformer v1 -> staging  pending`", shown), shown
     assert "(the Reject modal is closed; 'as carol' runs as a command)\n(you are carol now)" in shown
     assert re.search(r"✎ #1 now: \*Promote\* `tiny-transformer` v1 to \*staging\*: rejected: not better than v0", shown)
+
+
+def test_on_a_terminal_the_prompt_is_drawn_again_below_what_the_bot_says_meanwhile(console_settings):
+    # A registry notice queued before the console starts: the bot posts it a moment after the prompt is drawn.
+    created = Delivery("d-1", "model_version.created", {"name": "tiny-transformer", "version": "2"}, datetime.now(UTC))
+    Promotions(console_settings).events.receive(created, datetime.now(UTC), ["staging"])
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")},
+        "TRAINBOT_DATA_DIR": str(console_settings.data_dir),
+        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(console_settings.local_dashboard_port),
+        "TERM": "xterm",
+        "PROMPT_TOOLKIT_NO_CPR": "1",  # no terminal answers where the cursor is here
+    }
+    terminal, its_end = pty.openpty()
+    console = subprocess.Popen([str(TRAINBOT), "console", "--as", "alice"], stdin=its_end, stdout=its_end,
+                               stderr=its_end, env=env, start_new_session=True)  # fmt: skip
+    os.close(its_end)
+    try:
+        shown = read_until(terminal, re.compile(r"from an earlier session[^\n]*\n.*alice>", re.DOTALL))
+        os.write(terminal, b"quit\r")
+        assert console.wait(timeout=30) == 0
+    finally:
+        console.kill()
+        os.close(terminal)
+    before, _, after = shown.partition("from an earlier session")
+    assert "alice>" in before and "alice>" in after and "WARNING" not in shown, shown
+
+
+def test_lines_piped_in_get_plain_output(tmp_path):
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port()), "TERM": "xterm"}
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
+    result = subprocess.run([str(TRAINBOT), "console", "--as", "alice"], input="help\nquit\n", capture_output=True,
+                            text=True, timeout=120, env={**clean, **env}, check=True)  # fmt: skip
+    assert "alice> Type /train help or /model help." in result.stdout
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+def read_until(terminal: int, wanted: re.Pattern[str], timeout_s: float = 60) -> str:
+    """What the terminal shows (its control sequences left out) until `wanted` is in it."""
+    shown, deadline = b"", time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if select.select([terminal], [], [], 0.2)[0]:
+            shown += os.read(terminal, 65536)
+        text = ANSI_CONTROL.sub("", shown.decode(errors="replace"))
+        if wanted.search(text):
+            return text
+    raise AssertionError(f"no {wanted.pattern!r} on the terminal within {timeout_s} s:\n{text}")
 
 
 def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
