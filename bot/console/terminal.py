@@ -5,7 +5,8 @@ the state store of the settings.
 
 Lines: `/train ...` and `/model ...` as in Slack; `click N` presses button N; `as NAME` switches who is
 typing, `--as NAME LINE` types one line as NAME; `wait TEXT [SECONDS]` waits until the bot says TEXT;
-`help`; `quit`. After a modal opens, the next line is what is typed into it.
+`help`; `quit`. After a modal opens, the next line is what is typed into it, unless it is one of these commands:
+then the modal closes and the command runs. People are shown by name (@bob); Slack sees their user ids.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""`trainbot console` driven by scripts: the exit test on the session's real Ray head and MLflow store, and
-a rejection typed into the reject modal, against a real sqlite registry."""
+"""`trainbot console` driven by scripts, piped lines and a terminal: the exit test on the session's real Ray head
+and MLflow store; the reject modal, one name per person across the CLI and the console, library logs kept off the
+terminal and the prompt drawn again after the bot speaks, against a real sqlite registry and no Ray head."""
 
 from __future__ import annotations
 
@@ -69,11 +70,16 @@ def console_settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path, local_dashboard_port=free_port())
 
 
-def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(console_settings):
+@pytest.fixture
+def version(console_settings: Settings) -> int:
+    """tiny-transformer's version 1 in the sqlite registry of the console's settings, its run finished."""
     client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
     client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
     client.create_registered_model("tiny-transformer")
-    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+    return register(client, "tiny-transformer", {"val_loss": 1.5})
+
+
+def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(console_settings, version):
     out = io.StringIO()
     script = [
         f"/model promote tiny-transformer {version} staging",
@@ -100,11 +106,7 @@ def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(consol
     assert shown.count("alice> /model requests") == 1
 
 
-def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_reason(console_settings):
-    client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
-    client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
-    client.create_registered_model("tiny-transformer")
-    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_reason(console_settings, version):
     out = io.StringIO()
     script = [
         f"/model promote tiny-transformer {version} staging",
@@ -180,12 +182,8 @@ def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
     assert result.stderr.startswith(f"trainbot: {tmp_path / 'missing.txt'}: cannot read it as a text script")
 
 
-def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settings, tmp_path):
+def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settings, version, tmp_path):
     """Asked in the CLI as alice, approved in the console by bob: every listing names alice and bob."""
-    client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
-    client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
-    client.create_registered_model("tiny-transformer")
-    version = register(client, "tiny-transformer", {"val_loss": 1.5})
     env = {"TRAINBOT_DATA_DIR": str(tmp_path), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port())}
     asked = trainbot(
         env, "model", "promote", "tiny-transformer", str(version), "staging", "--as", "alice", "-o", "json"
