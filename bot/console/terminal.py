@@ -137,6 +137,8 @@ class Console:
     def line(self, text: str) -> bool:
         """Act on one typed line; False when the console should end."""
         text = text.strip()
+        if text.startswith("#"):  # a comment, in a script
+            return True
         if self.modal is not None and not COMMAND_LINE.match(text):
             self._submit_modal(text)
             return True
@@ -146,7 +148,7 @@ class Console:
         return self._command(text)
 
     def _command(self, text: str) -> bool:
-        if not text or text.startswith("#"):
+        if not text:
             return True
         if text in ("quit", "exit"):
             return False

@@ -111,6 +111,7 @@ def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_
     script = [
         f"/model promote tiny-transformer {version} staging",
         "--as bob click Reject",
+        "# a comment answers nothing",
         "   ",  # an empty reason: Slack's error under the field, and the modal stays open
         "/model requests --open",  # a command: the modal closes and the command runs
         "--as bob click Reject",
