@@ -229,7 +229,8 @@ class Console:
         if answer.status_code != 200:
             self.print(f"(the bot answered {answer.status_code}: {answer.text[:300]})")
             return {}
-        if answer.text and (acknowledged := answer.json()).get("response_action") == "errors":
+        acknowledged = answer.json() if answer.text and "json" in answer.headers.get("Content-Type", "") else {}
+        if acknowledged.get("response_action") == "errors":
             return acknowledged
         self._settle(before)
         return {}
