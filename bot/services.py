@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from actions.alerts.threads import AlertThreads
     from actions.evidence.bundle_shelf import BundleShelf
     from actions.jobs.service import Jobs
+    from actions.promotions.people import People
     from actions.promotions.service import Promotions
     from actions.settings import Settings
     from actions.state.database import Database
@@ -66,11 +67,18 @@ class Services:
         return Database(self.settings.state_url())
 
     @_BuiltOnce
+    def people(self) -> People:
+        """Who is who (the config's `people:`; the console adds its names)."""
+        from actions.promotions.people import People  # noqa: PLC0415
+
+        return People(self.settings.people)
+
+    @_BuiltOnce
     def promotions(self) -> Promotions:
         """The promotions of the configured store and registry, with unfinished alias moves finished."""
         from actions.promotions.service import Promotions  # noqa: PLC0415 - SQLAlchemy and MLflow load here
 
-        promotions = Promotions(self.settings)
+        promotions = Promotions(self.settings, people=self.people)
         promotions.resume()
         return promotions
 

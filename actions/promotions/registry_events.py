@@ -43,6 +43,7 @@ class Notice:
     version: int | None
     alias: str | None
     text: str
+    created_at: datetime | None = None  # when it was stored (None: a draft, not stored yet)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ class Notice:
             "version": self.version,
             "alias": self.alias,
             "text": self.text,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
         }
 
 
@@ -154,11 +156,15 @@ def _record(conn: Connection, draft: Notice, at: datetime) -> Notice:
     """Store a notice built with id 0; the stored one, with its id."""
     values = {**draft.to_dict(), "created_at": at}
     del values["id"]
-    return replace(draft, id=conn.execute(promotion_notices.insert().values(values)).inserted_primary_key[0])
+    return replace(
+        draft, id=conn.execute(promotion_notices.insert().values(values)).inserted_primary_key[0], created_at=at
+    )
 
 
 def _notice(row: Any) -> Notice:
-    return Notice(row["id"], NoticeKind(row["kind"]), row["model"], row["version"], row["alias"], row["text"])
+    return Notice(
+        row["id"], NoticeKind(row["kind"]), row["model"], row["version"], row["alias"], row["text"], row["created_at"]
+    )
 
 
 def _text(data: dict[str, Any], key: str) -> str:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from urllib.parse import urlsplit
 
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden, Unavailable
 from actions.promotions.deliveries import EVENTS, Delivery
+from actions.promotions.people import People
 from actions.promotions.policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotions.registry import MlflowHttp, Registry
 from actions.promotions.registry_events import Receipt, RegistryEvents
@@ -44,7 +46,9 @@ class Promotions:
         store: PromotionStore | None = None,
         registry: Registry | None = None,
         clock: Callable[[], datetime] = now,
+        people: People | None = None,
     ) -> None:
+        self.people = people or People(settings.people)
         self.targets = promotion_targets(settings.promotion)
         self.store = store or PromotionStore(settings.state_url())
         self.store.create_schema()
@@ -79,7 +83,7 @@ class Promotions:
         return self._create(actor, model, earlier[-2], target, ROLLBACK)
 
     def _create(self, actor: Actor, model: str, version: int, target: str, kind: str) -> PromotionRequest:
-        policy = target_policy(self.targets, target)
+        policy, actor = self._policy(target), self._named(actor)
         policy.check_requester(actor)
         self._check(policy, model, version, beats=kind == PROMOTE)
         request = self.store.create(
@@ -97,6 +101,7 @@ class Promotions:
 
     def approve(self, actor: Actor, request_id: str) -> PromotionRequest:
         """Count the approval; the one that completes the count moves the alias. Clicking again is harmless."""
+        actor = self._named(actor)
         approval = self.store.approve(
             request_id, actor.user, self.clock(), self._approver_check(actor), lease=self.apply_lease
         )
@@ -121,6 +126,7 @@ class Promotions:
     def reject(self, actor: Actor, request_id: str, reason: str) -> PromotionRequest:
         if not reason.strip():
             raise BadRequest("say why it is rejected (--reason)")
+        actor = self._named(actor)
         request = self.store.end(
             request_id, PromotionState.REJECTED, actor.user, self.clock(), self._approver_check(actor), reason.strip()
         )
@@ -128,6 +134,8 @@ class Promotions:
         return request
 
     def cancel(self, actor: Actor, request_id: str) -> PromotionRequest:
+        actor = self._named(actor)
+
         def requester_only(request: PromotionRequest) -> None:
             if request.requester != actor.user:
                 raise Forbidden(f"only {request.requester}, who asked, may cancel {request.id}")
@@ -146,7 +154,7 @@ class Promotions:
     def decidable(self, actor: Actor, request_id: str) -> PromotionRequest:
         """The request, if `actor` may approve or reject it; Forbidden says why not."""
         request = self.store.get(request_id)
-        self._approver_check(actor)(request)
+        self._approver_check(self._named(actor))(request)
         return request
 
     def requests(self, *, open_only: bool = False, model: str | None = None) -> list[PromotionRequest]:
@@ -213,9 +221,19 @@ class Promotions:
                 f"{model}: {rule.metric} {ours:g} does not beat v{holder}'s {theirs:g} ({rule.mode}) on {target}"
             )
 
+    def _named(self, actor: Actor) -> Actor:
+        """The actor under the name trainbot records them by (a Slack id becomes the name it stands for)."""
+        return Actor(self.people.name(actor.user), actor.groups)
+
+    def _policy(self, target: str) -> TargetPolicy:
+        """The target's policy with its requesters and approvers as names, however the config spelled them."""
+        policy = target_policy(self.targets, target)
+        names = self.people.names
+        return replace(policy, requesters=names(policy.requesters), approvers=names(policy.approvers))
+
     def _approver_check(self, actor: Actor) -> Callable[[PromotionRequest], None]:
         def allowed(request: PromotionRequest) -> None:
-            target_policy(self.targets, request.target).check_approver(actor, request.requester)
+            self._policy(request.target).check_approver(actor, request.requester)
 
         return allowed
 

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from actions.promotions.service import Promotions
     from actions.promotions.store import PromotionEvent, PromotionRequest
 
+# How a line shows a person, or the text around them.
+Shown = Callable[[str], str]
+
 
 def add_model_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     model = commands.add_parser("model", help="promote model versions through approvals (MLflow aliases)")
@@ -157,21 +160,19 @@ def _show(request: PromotionRequest, output: str) -> None:
     print_document(request.to_dict(), output, request_line(request))
 
 
-def request_line(request: PromotionRequest) -> str:
+def request_line(request: PromotionRequest, person: Shown = str, text: Shown = str) -> str:
+    """A request on one line; `person` shows each person and `text` the rest (in Slack: mentions, and code)."""
     given = f"{len(request.approvals)}/{request.approvals_needed} approvals"
-    who = f" by {', '.join(request.approvals)}" if request.approvals else ""
+    who = f" by {', '.join(map(person, request.approvals))}" if request.approvals else ""
     why = f": {request.reason}" if request.reason else ""
     kind = f" ({request.kind})" if request.kind != "promote" else ""
-    return (
-        f"{request.id}  {request.model} v{request.version} -> {request.target}{kind}  {request.state.value}{why}  "
-        f"({given}{who}; asked by {request.requester})"
-    )
+    head = f"{request.id}  {request.model} v{request.version} -> {request.target}{kind}  {request.state.value}{why}"
+    return f"{text(head)}  ({given}{who}; asked by {person(request.requester)})"
 
 
-def event_line(event: PromotionEvent) -> str:
-    detail = f"  {event.detail}" if event.detail else ""
+def event_line(event: PromotionEvent, person: Shown = str, text: Shown = str) -> str:
+    """An event of a model's audit trail on one line; `person` and `text` as for request_line."""
+    detail = f"  {text(event.detail)}" if event.detail else ""
     version = f" v{event.version}" if event.version is not None else ""
-    return (
-        f"{event.at:%Y-%m-%d %H:%M:%S}  {event.request_id or '-'}  {event.target}{version}  "
-        f"{event.event} ({event.actor}){detail}"
-    )
+    head = f"{event.at:%Y-%m-%d %H:%M:%S}  {event.request_id or '-'}  {event.target}{version}  {event.event}"
+    return f"{text(head)} ({person(event.actor)}){detail}"

@@ -5,12 +5,12 @@ the state store of the settings.
 
 Lines: `/train ...` and `/model ...` as in Slack; `click N` presses button N; `as NAME` switches who is
 typing, `--as NAME LINE` types one line as NAME; `wait TEXT [SECONDS]` waits until the bot says TEXT;
-`help`; `quit`. After a modal opens, the next line is what is typed into it.
+`help`; `quit`. After a modal opens, the next line is what is typed into it, unless it is one of these commands:
+then the modal closes and the command runs. People are shown by name (@bob); Slack sees their user ids.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
 import shlex
@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.patch_stdout import patch_stdout
+
 from actions.errors import BadRequest
+from actions.promotions.people import People
 from actions.settings import Settings
 from bot.console.local_slack import (
     Call,
@@ -33,7 +37,8 @@ from bot.console.local_slack import (
     slash_command_body,
     view_submission_body,
 )
-from bot.console.view import ConsoleView
+from bot.console.logs import logging_to
+from bot.console.view import ConsoleView, plain_text
 from bot.http.server import serving_locally
 from bot.render.blocks import SLACK_USER
 from bot.services import Services
@@ -50,11 +55,13 @@ HELP = (
     "(`--as NAME LINE` for one line); `wait TEXT [SECONDS]` waits until the bot says TEXT; `quit` leaves."
 )
 CONSOLE_USERS = ("alice", "bob", "carol")
+# A line that is one of the console's commands, which never answers an open modal.
+COMMAND_LINE = re.compile(r"/|--as |(?:click|wait) \S|as \S+$|(?:quit|exit|help)$")
 # With no promotion config, the console names approvers so that promoting works out of the box.
 CONSOLE_PROMOTION = {
     "targets": {
-        "staging": {"approvers": ["UBOB"]},
-        "production": {"approvers": ["UBOB", "UCAROL"], "approvals": 2},
+        "staging": {"approvers": ["bob"]},
+        "production": {"approvers": ["bob", "carol"], "approvals": 2},
     }
 }
 
@@ -96,7 +103,8 @@ class Console:
     user: str
     out: TextIO
     files_dir: Path
-    view: ConsoleView = field(default_factory=ConsoleView)
+    people: People
+    view: ConsoleView = field(init=False)
     said: list[str] = field(default_factory=list)  # every line printed, for `wait`
     modal: dict[str, Any] | None = None
     modal_user: str = ""
@@ -105,6 +113,7 @@ class Console:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.view = ConsoleView(self.people)
         for name in (*CONSOLE_USERS, self.user):
             self._named(name)
         self.slack.listeners.append(self.show)
@@ -128,13 +137,22 @@ class Console:
     def line(self, text: str) -> bool:
         """Act on one typed line; False when the console should end."""
         text = text.strip()
-        if not text or text.startswith("#"):
+        if text.startswith("#"):  # a comment, in a script
             return True
-        if self.modal is not None:
+        if self.modal is not None and not COMMAND_LINE.match(text):
             self._submit_modal(text)
-        elif text in ("quit", "exit"):
+            return True
+        if self.modal is not None:  # a command is never a modal's answer: the modal closes, the command runs
+            self.print(f"(the {plain_text(self.modal.get('title'))} modal is closed; {text!r} runs as a command)")
+            self.modal = None
+        return self._command(text)
+
+    def _command(self, text: str) -> bool:
+        if not text:
+            return True
+        if text in ("quit", "exit"):
             return False
-        elif text == "help":
+        if text == "help":
             self.print(HELP)
         elif text.startswith("--as "):
             _, name, rest = [*text.split(maxsplit=2), ""][:3]
@@ -152,21 +170,28 @@ class Console:
             return self._wait(text.removeprefix("wait "))
         elif text.startswith("/"):
             command, _, rest = text.partition(" ")
-            self._send(slash_command_body(self.slack, command, rest, user_id(self.user), CHANNEL))
+            self._send(slash_command_body(self.slack, command, rest, self._id(self.user), CHANNEL))
         else:
             self.print(f"(not a command: {text!r}) {HELP}")
         return True
 
     def _named(self, name: str) -> str:
-        self.view.names[user_id(name)] = name
+        """`name` as who types next: Slack sees their user id (the config's, else one made up from the name);
+        the bot records and shows their name."""
+        if self.people.slack_id(name) == name and not SLACK_USER.fullmatch(name):
+            self.people.add(name, user_id(name))
         return name
+
+    def _id(self, name: str) -> str:
+        """The Slack user id the console sends for `name` (one `_named` has seen)."""
+        return self.people.slack_id(name)
 
     def _click(self, which: str) -> None:
         button = self.view.buttons.get(int(which)) if which.isdigit() else self._labelled(which)
         if button is None:
             self.print(f"(no button {which}; the numbers are in [brackets])")
             return
-        self._send(button_click_body(self.slack, button.action_id, button.value, user_id(self.user), button.message))
+        self._send(button_click_body(self.slack, button.action_id, button.value, self._id(self.user), button.message))
 
     def _labelled(self, label: str) -> Any:
         """The latest button whose label is `label` (quotes allowed): scripts need not know numbers."""
@@ -182,17 +207,33 @@ class Console:
             if block.get("type") == "input"
         }
         body = view_submission_body(modal.get("callback_id", ""), modal.get("private_metadata", ""), values,
-                                    user_id(self.modal_user))  # fmt: skip
-        self._send(body)
+                                    self._id(self.modal_user))  # fmt: skip
+        if errors := self._send(body).get("errors"):
+            self._refused(modal, errors)
 
-    def _send(self, body: str) -> None:
+    def _refused(self, modal: dict[str, Any], errors: dict[str, str]) -> None:
+        """Slack shows each error under its field and keeps the modal open: so does the console."""
+        labels = {block["block_id"]: plain_text(block.get("label")) for block in modal["blocks"] if "label" in block}
+        self.print(
+            *(f"│ {labels.get(field, field)}: {error}" for field, error in errors.items()),
+            "│ (the modal is still open: type the answer on the next line, or a command to close it)",
+        )
+        self.modal = modal
+
+    def _send(self, body: str) -> dict[str, Any]:
+        """Send a request to the bot and wait for what it says; a modal's refusal (response_action: errors) is
+        answered at once, in the acknowledgement: returned."""
         self.sent_at = len(self.said)
         before = len(self.slack.calls)
         answer = post_signed(self.bot_url, self.secret, body)
         if answer.status_code != 200:
             self.print(f"(the bot answered {answer.status_code}: {answer.text[:300]})")
-            return
+            return {}
+        acknowledged = answer.json() if answer.text and "json" in answer.headers.get("Content-Type", "") else {}
+        if acknowledged.get("response_action") == "errors":
+            return acknowledged
         self._settle(before)
+        return {}
 
     def _settle(self, before: int) -> None:
         """Wait for the bot's answer, then until it has been quiet a moment (or ANSWER_S has passed)."""
@@ -231,37 +272,36 @@ def run_console(settings: Settings, user: str, lines: Iterable[str] | None, out:
     """The console until `quit` or the end of input; `lines` from a script (echoed), else typed at a prompt.
     A script's `wait` that gives up ends it with 1."""
     log_file = settings.private_data_dir() / "console.log"
-    # The bot's own log goes to a file: the terminal is the chat.
-    logging.basicConfig(
-        filename=log_file,
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        force=True,
-    )
-    with local_slack() as slack:
+    with logging_to(log_file, settings.log_level), local_slack() as slack:
         bot_settings = console_settings(settings, slack)
-        app, _ = start_everything(Services(bot_settings))
+        services = Services(bot_settings)
+        app, _ = start_everything(services)
         with serving_locally(app) as url:
             console = Console(slack, f"{url}/slack/events", bot_settings.slack_signing_secret.get_secret_value(),
-                              user, out, bot_settings.data_dir / "console-files")  # fmt: skip
+                              user, out, bot_settings.data_dir / "console-files", services.people)  # fmt: skip
             console.print(
                 f"trainbot console: you are {user} in {CHANNEL}. Slack is simulated here; Ray, MLflow and the "
                 f"state in {bot_settings.data_dir} are real; the bot's log is {log_file}.",
                 HELP,
             )
-            scripted = lines is not None
-            for text in lines if scripted else _typed(console):
-                if scripted:
-                    console.print(f"{console.user}> {text.rstrip()}", heard=False)
-                try:
-                    going = console.line(text)
-                except BadRequest as error:
-                    console.print(f"({error})")
-                    going = True
-                if scripted and console.gave_up:
-                    return 1
-                if not going:
-                    break
+            return _converse(console, lines)
+
+
+def _converse(console: Console, lines: Iterable[str] | None) -> int:
+    """Act on each line until `quit` or the end; 1 when a script's `wait` gave up."""
+    scripted = lines is not None
+    for text in lines if scripted else _typed(console):
+        if scripted:
+            console.print(f"{console.user}> {text.rstrip()}", heard=False)
+        try:
+            going = console.line(text)
+        except BadRequest as error:
+            console.print(f"({error})")
+            going = True
+        if scripted and console.gave_up:
+            return 1
+        if not going:
+            break
     return 0
 
 
@@ -271,6 +311,22 @@ def _unmarked(line: str) -> str:
 
 
 def _typed(console: Console) -> Iterator[str]:
+    """Lines typed at the prompt. On a terminal the prompt stays below what the bot says while one is being
+    typed (prompt_toolkit redraws it); from a pipe, plain lines and plain output."""
+    if not (sys.stdin.isatty() and console.out.isatty()):
+        yield from _piped(console)
+        return
+    session: PromptSession[str] = PromptSession()
+    with patch_stdout():
+        console.out = sys.stdout  # the stand-in that prints above the prompt
+        while True:
+            try:
+                yield session.prompt(f"{console.user}> ")
+            except (EOFError, KeyboardInterrupt):
+                return
+
+
+def _piped(console: Console) -> Iterator[str]:
     while True:
         try:
             yield input(f"{console.user}> ")

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from actions.promotions.people import People
 from bot.console.local_slack import Call
 
 MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
@@ -19,10 +20,12 @@ LINK = re.compile(r"<((?:https?|mailto):[^|>]+)\|([^>]+)>")
 BARE_LINK = re.compile(r"<((?:https?|mailto):[^>]+)>")
 INDENT = "    "
 EMOJI = re.compile(r":([a-z_]+):")
-# The emoji the bot's messages use, as a terminal shows them.
+# The emoji the bot's messages use, as a terminal shows them (tests/unit/bot/test_console_view.py checks that every
+# code in bot/ is here); any other code stays as it is written.
 EMOJI_SHOWN = {
     "white_check_mark": "✅", "x": "❌", "arrow_forward": "▶", "hourglass_flowing_sand": "⏳",
     "black_square_for_stop": "⏹", "warning": "⚠", "rotating_light": "🚨", "package": "📦", "grey_question": "❔",
+    "red_circle": "🔴", "large_orange_circle": "🟠", "large_blue_circle": "🔵", "book": "📖", "mute": "🔇",
 }  # fmt: skip
 
 
@@ -38,7 +41,7 @@ class Button:
 class ConsoleView:
     """Turns calls into lines; remembers message numbers and the buttons shown, by number."""
 
-    names: dict[str, str] = field(default_factory=dict)  # user id -> console name
+    people: People  # whose user id is whose name: a mention shows as @name
     buttons: dict[int, Button] = field(default_factory=dict)
     _numbers: dict[str, int] = field(default_factory=dict)  # ts -> message number
     _threads: dict[str, str] = field(default_factory=dict)  # ts -> the ts of its thread's parent
@@ -66,11 +69,11 @@ class ConsoleView:
 
     def _where(self, channel: str) -> str:
         """A channel id, or a direct message when the bot writes to a user id."""
-        return f"a direct message to @{self.names.get(channel, channel)}" if channel[:1] in "UW" else channel
+        return f"a direct message to @{self.people.name(channel)}" if channel[:1] in "UW" else channel
 
     def plain(self, text: str) -> str:
         """mrkdwn as a person reads it: mentions as @name, links as text (url), escapes undone."""
-        text = MENTION.sub(lambda found: "@" + self.names.get(found[1], found[1]), text)
+        text = MENTION.sub(lambda found: "@" + self.people.name(found[1]), text)
         text = SUBTEAM.sub(lambda found: "@" + (found[2] or found[1]).lstrip("@"), text)
         text = LINK.sub(lambda found: f"{found[2]} ({found[1]})", text)
         text = BARE_LINK.sub(lambda found: found[1], text)
@@ -87,9 +90,9 @@ class ConsoleView:
         kind = block.get("type")
         if kind in ("section", "header"):
             fields = [item.get("text", "") for item in block.get("fields") or []]
-            return [text for text in [_text(block.get("text")), *fields] if text]
+            return [text for text in [plain_text(block.get("text")), *fields] if text]
         if kind == "context":
-            return [" ".join(_text(element) for element in block.get("elements") or [])]
+            return [" ".join(plain_text(element) for element in block.get("elements") or [])]
         if kind == "actions":
             return ["  ".join(self._button(element, call) for element in block.get("elements") or [])]
         if kind == "divider":
@@ -100,21 +103,22 @@ class ConsoleView:
 
     def _button(self, element: dict[str, Any], call: Call) -> str:
         number = len(self.buttons) + 1
-        label = _text(element.get("text"))
+        label = plain_text(element.get("text"))
         self.buttons[number] = Button(label, element.get("action_id", ""), element.get("value", ""), call)
         return f"[{number}] {label}"
 
     def _modal(self, view: dict[str, Any]) -> list[str]:
-        lines = [f"┌ {_text(view.get('title'))}"]
+        lines = [f"┌ {plain_text(view.get('title'))}"]
         for block in view.get("blocks") or []:
             if block.get("type") == "input":
-                lines.append(f"│ {_text(block.get('label'))}: type it on the next line")
+                lines.append(f"│ {plain_text(block.get('label'))}: type it on the next line")
             else:
                 lines += [f"│ {self.plain(text)}" for text in self._block(block, Call("views.open", {}, {}))]
         return lines
 
 
-def _text(value: Any) -> str:
+def plain_text(value: Any) -> str:
+    """The text of a Block Kit text object (or of a plain value)."""
     if isinstance(value, dict):
         return str(value.get("text", ""))
     return "" if value is None else str(value)

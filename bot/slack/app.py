@@ -85,7 +85,7 @@ def build_slack_app(services: Services, metrics: Metrics | None = None) -> Slack
         ) from None
     poster = SlackPoster(app.client, services.slack_posts)
     groups = UserGroups(app.client)
-    authorization = Authorization(settings.slack_commands)
+    authorization = Authorization(settings.slack_commands, services.people)
 
     def authorize(verb: str, slash: Slash) -> None:
         authorization.check(verb, slash.user, slash.channel, groups.of)

@@ -3,7 +3,7 @@
     slack_commands:
       launch: {channels: [C0ML]}                      # launching needs a listed channel
       sweep:  {channels: [C0ML], groups: [S0MLENG]}   # ...and here a member of a user group
-      logs:   {users: [U02B]}                          # reading can be narrowed too
+      logs:   {users: [U02B, carol]}                   # reading can be narrowed too (ids, or names in people:)
       cancel-any: {users: [U0SRE]}                     # who may cancel a RayJob trainbot did not launch
 
 A rule allows a command when the channel is listed (or the rule lists none) and the user is listed or
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actions.errors import Forbidden
+from actions.promotions.people import People
 from actions.settings import SettingsError
 from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
 
@@ -42,8 +43,10 @@ class Rule:
 
 
 class Authorization:
-    def __init__(self, configured: Mapping[str, Any]) -> None:
+    def __init__(self, configured: Mapping[str, Any], people: People | None = None) -> None:
         self.rules = _rules(configured)
+        # A rule's users may be named (bob) or given by id (U02B): the same person either way.
+        self.people = people or People()
 
     def check(
         self, verb: str, user: str, channel: str, groups_of: Callable[[str, Iterable[str]], frozenset[str]]
@@ -69,7 +72,8 @@ class Authorization:
                 else f"{verb} is allowed in no channel yet: ask whoever runs trainbot to add this one ({channel}) "
                 f"to slack_commands.{verb}.channels in the config"
             )
-        if (rule.users or rule.groups) and user not in rule.users and not groups_of(user, rule.groups):
+        listed = self.people.name(user) in self.people.names(rule.users)
+        if (rule.users or rule.groups) and not listed and not groups_of(user, rule.groups):
             raise Forbidden(f"you may not {verb} here: slack_commands.{verb} in the config lists who may")
 
 

@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError
 from bot.render.blocks import render
 
 if TYPE_CHECKING:
+    from actions.promotions.registry_events import Notice
     from actions.promotions.service import Promotions
     from bot.slack.poster import SlackPoster
 
@@ -28,17 +29,23 @@ PER_ROUND = 2
 ROUND_TURN = "turn:notice-poster"
 
 
-def post_notices(poster: SlackPoster, promotions: Promotions, channel: str, limit: int = PER_ROUND) -> int:
-    """Post up to `limit` unposted notices to `channel`; how many were posted (none while another bot on
-    this state store posts them: both would post the same)."""
+def post_notices(
+    poster: SlackPoster, promotions: Promotions, channel: str, since: datetime, limit: int = PER_ROUND
+) -> int:
+    """Post up to `limit` unposted notices to `channel`, those queued before `since` (the bot's start) said to be
+    from an earlier session; how many were posted (none while another bot on this state store posts them: both
+    would post the same)."""
     with poster.posts.turn(ROUND_TURN) as ours:
-        return _post_unposted(poster, promotions, channel, limit) if ours else 0
+        return _post_unposted(poster, promotions, channel, since, limit) if ours else 0
 
 
-def _post_unposted(poster: SlackPoster, promotions: Promotions, channel: str, limit: int) -> int:
+def _post_unposted(poster: SlackPoster, promotions: Promotions, channel: str, since: datetime, limit: int) -> int:
     posted = 0
     for notice in promotions.events.unposted()[:limit]:
-        message = render("registry_notice", notice.text, notice=notice, targets=list(promotions.targets))
+        earlier = _earlier(notice, since)
+        message = render(
+            "registry_notice", notice.text + earlier, notice=notice, earlier=earlier, targets=list(promotions.targets)
+        )
         try:
             poster.post(channel, message)
         except SlackApiError as error:
@@ -49,14 +56,21 @@ def _post_unposted(poster: SlackPoster, promotions: Promotions, channel: str, li
     return posted
 
 
+def _earlier(notice: Notice, since: datetime) -> str:
+    """What a notice queued before `since` says of itself, so nobody takes it for news; else nothing."""
+    if notice.created_at is None or notice.created_at >= since:
+        return ""
+    return f" (from an earlier session, queued {notice.created_at:%Y-%m-%d %H:%M} UTC)"
+
+
 def start_notice_poster(poster: SlackPoster, promotions: Promotions, channel: str) -> threading.Event:
     """A daemon thread posting notices as they come; set the returned event to stop it."""
-    stop = threading.Event()
+    stop, since = threading.Event(), datetime.now(UTC)
 
     def loop() -> None:
         while not stop.wait(POLL_S):
             try:
-                post_notices(poster, promotions, channel)
+                post_notices(poster, promotions, channel, since)
             except Exception:
                 log.exception("posting registry notices failed; trying again in %s s", POLL_S)
 

@@ -1,23 +1,36 @@
-"""`trainbot console` driven by scripts: the exit test on the session's real Ray head and MLflow store, and
-a rejection typed into the reject modal, against a real sqlite registry."""
+"""`trainbot console` driven by scripts, piped lines and a terminal: the exit test on the session's real Ray head
+and MLflow store; the reject modal, one name per person across the CLI and the console, library logs kept off the
+terminal and the prompt drawn again after the bot speaks, against a real sqlite registry and no Ray head."""
 
 from __future__ import annotations
 
 import io
+import json
+import os
+import pty
 import re
+import select
+import subprocess
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from actions.promotions.deliveries import Delivery
+from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.terminal import run_console
 from tests.builders.model_registry import register
 from tests.integration.cli import trainbot
+from tests.paths import TRAINBOT
 from tests.servers.processes import free_port
 
 pytestmark = pytest.mark.integration
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+# A terminal's control sequences (cursor moves, colours, erasing), which prompt_toolkit writes around its prompt.
+ANSI_CONTROL = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9]|[=>])|\r")
 
 EXIT_TEST = """\
 # sweep and watch its progress, promote the best to staging, approve as another user, diagnose
@@ -74,11 +87,16 @@ def console_settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path, local_dashboard_port=free_port())
 
 
-def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(console_settings):
+@pytest.fixture
+def version(console_settings: Settings) -> int:
+    """tiny-transformer's version 1 in the sqlite registry of the console's settings, its run finished."""
     client = MlflowClient(tracking_uri=console_settings.tracking_uri(), registry_uri=console_settings.tracking_uri())
     client.create_experiment("sweeps", artifact_location=str(console_settings.data_dir / "artifacts"))
     client.create_registered_model("tiny-transformer")
-    version = register(client, "tiny-transformer", {"val_loss": 1.5})
+    return register(client, "tiny-transformer", {"val_loss": 1.5})
+
+
+def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(console_settings, version):
     out = io.StringIO()
     script = [
         f"/model promote tiny-transformer {version} staging",
@@ -105,7 +123,112 @@ def test_a_reject_reason_is_typed_into_the_modal_and_the_request_shows_it(consol
     assert shown.count("alice> /model requests") == 1
 
 
+def test_the_reject_modal_refuses_an_empty_reason_and_a_command_line_is_never_a_reason(console_settings, version):
+    out = io.StringIO()
+    script = [
+        f"/model promote tiny-transformer {version} staging",
+        "--as bob click Reject",
+        "# a comment answers nothing",
+        "   ",  # an empty reason: Slack's error under the field, and the modal stays open
+        "/model requests --open",  # a command: the modal closes and the command runs
+        "--as bob click Reject",
+        "as carol",
+        "--as bob click Reject",
+        "not better than v0",
+    ]
+    started = time.monotonic()
+    assert run_console(console_settings, "alice", script, out) == 0
+    assert time.monotonic() - started < 25  # the refusal is answered at once: nothing waits for a post
+    shown = out.getvalue()
+    assert "alice> \n│ Why?: Say why it is rejected.\n│ (the modal is still open" in shown, shown
+    assert "(the Reject modal is closed; '/model requests --open' runs as a command)\n(only you) *Promotion" in shown
+    assert re.search(r"`pr-\w+  tiny-transformer v1 -> staging  pending`", shown), shown
+    assert "(the Reject modal is closed; 'as carol' runs as a command)\n(you are carol now)" in shown
+    assert re.search(r"✎ #1 now: \*Promote\* `tiny-transformer` v1 to \*staging\*: rejected: not better than v0", shown)
+
+
+def test_on_a_terminal_the_prompt_is_drawn_again_below_what_the_bot_says_meanwhile(console_settings):
+    # A registry notice queued before the console starts: the bot posts it a moment after the prompt is drawn.
+    created = Delivery("d-1", "model_version.created", {"name": "tiny-transformer", "version": "2"}, datetime.now(UTC))
+    Promotions(console_settings).events.receive(created, datetime.now(UTC), ["staging"])
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")},
+        "TRAINBOT_DATA_DIR": str(console_settings.data_dir),
+        "TRAINBOT_LOCAL_DASHBOARD_PORT": str(console_settings.local_dashboard_port),
+        "TERM": "xterm",
+        "PROMPT_TOOLKIT_NO_CPR": "1",  # no terminal answers where the cursor is here
+    }
+    terminal, its_end = pty.openpty()
+    console = subprocess.Popen([str(TRAINBOT), "console", "--as", "alice"], stdin=its_end, stdout=its_end,
+                               stderr=its_end, env=env, start_new_session=True)  # fmt: skip
+    os.close(its_end)
+    try:
+        shown = read_until(terminal, re.compile(r"from an earlier session[^\n]*\n.*alice>", re.DOTALL))
+        os.write(terminal, b"quit\r")
+        assert console.wait(timeout=30) == 0
+    finally:
+        console.kill()
+        os.close(terminal)
+    before, _, after = shown.partition("from an earlier session")
+    assert "alice>" in before and "alice>" in after and "WARNING" not in shown, shown
+
+
+def test_lines_piped_in_get_plain_output(tmp_path):
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port()), "TERM": "xterm"}
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TRAINBOT_")}
+    result = subprocess.run([str(TRAINBOT), "console", "--as", "alice"], input="help\nquit\n", capture_output=True,
+                            text=True, timeout=120, env={**clean, **env}, check=True)  # fmt: skip
+    assert "alice> Type /train help or /model help." in result.stdout
+    assert "\x1b" not in result.stdout + result.stderr
+
+
+def read_until(terminal: int, wanted: re.Pattern[str], timeout_s: float = 60) -> str:
+    """What the terminal shows (its control sequences left out) until `wanted` is in it."""
+    shown, deadline = b"", time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if select.select([terminal], [], [], 0.2)[0]:
+            shown += os.read(terminal, 65536)
+        text = ANSI_CONTROL.sub("", shown.decode(errors="replace"))
+        if wanted.search(text):
+            return text
+    raise AssertionError(f"no {wanted.pattern!r} on the terminal within {timeout_s} s:\n{text}")
+
+
 def test_a_script_that_cannot_be_read_is_one_clear_line(ray_env, tmp_path):
     result = trainbot(ray_env, "console", "--script", str(tmp_path / "missing.txt"), check=False)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith(f"trainbot: {tmp_path / 'missing.txt'}: cannot read it as a text script")
+
+
+def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settings, version, tmp_path):
+    """Asked in the CLI as alice, approved in the console by bob: every listing names alice and bob."""
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port())}
+    asked = trainbot(
+        env, "model", "promote", "tiny-transformer", str(version), "staging", "--as", "alice", "-o", "json"
+    )
+    request_id = json.loads(asked.stdout)["id"]
+    out = io.StringIO()
+    assert run_console(console_settings, "bob", [f"/model approve {request_id}", "/model requests"], out) == 0
+    shown = out.getvalue()
+    assert (
+        f"(only you) `{request_id}  tiny-transformer v1 -> staging  approved`  (1/1 approvals by @bob; asked by @alice)"
+        in shown
+    )
+    assert "UBOB" not in shown and "UALICE" not in shown, shown
+    listed = trainbot(env, "model", "requests").stdout
+    assert f"{request_id}  tiny-transformer v1 -> staging  approved  (1/1 approvals by bob; asked by alice)" in listed
+
+
+def test_library_logs_go_to_the_log_file_not_the_terminal(tmp_path):
+    """A fresh data directory: MLflow creates its tables and says so, in the log file only."""
+    script = tmp_path / "promote.txt"
+    script.write_text("/model promote tiny-transformer 1 staging\n")
+    env = {"TRAINBOT_DATA_DIR": str(tmp_path / "data"), "TRAINBOT_LOCAL_DASHBOARD_PORT": str(free_port())}
+    result = trainbot(env, "console", "--as", "alice", "--script", str(script))
+    assert "(only you) ⚠ MLflow has no tiny-transformer version 1" in result.stdout
+    assert "mlflow" not in result.stdout + result.stderr, result.stdout + result.stderr
+    assert result.stderr == ""
+    assert (
+        "mlflow.store.db.utils: Creating initial MLflow database tables"
+        in (tmp_path / "data" / "console.log").read_text()
+    )

@@ -5,6 +5,7 @@ MLflow registry and a state store on sqlite and on PostgreSQL, with Slack's side
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 
 from actions.promotions.deliveries import Delivery
+from actions.promotions.policy import Actor
 from actions.promotions.service import Promotions
 from actions.promotions.store import PromotionState
 from actions.settings import Settings
@@ -84,9 +86,27 @@ def bot(promotion_bot_settings: Settings, client: MlflowClient) -> Iterator[str]
     )
 
 
-def ask(bot: str, slack: SlackStandIn, text: str) -> Call:
-    """alice asks with `/model TEXT`; the request's post in the channel."""
-    reply = command(bot, slack, "/model", text, user=ALICE)
+def test_a_notice_queued_before_the_bot_started_says_so(promotion_bot_settings, slack):
+    promotions = Promotions(promotion_bot_settings)
+    posts = SlackPosts(promotion_bot_settings.state_url())
+    posts.create_schema()
+    web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
+    queued = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    created = delivery("model_version.created", name="tiny-transformer", version="2")
+    promotions.events.receive(created, queued, list(promotions.targets))
+    started = datetime.now(UTC)
+    promotions.events.receive(delivery("model_version.created", name="tiny-transformer", version="3"), started,
+                              list(promotions.targets))  # fmt: skip
+    assert post_notices(web, promotions, "C0PROMO", started) == 2
+    before, now = [texts(call.params) for call in slack.calls if call.method == "chat.postMessage"]
+    assert before.startswith(":package: tiny-transformer v2 ") and "v3" in now
+    assert before.splitlines()[0].endswith(" staging (from an earlier session, queued 2026-03-01 09:30 UTC)"), before
+    assert "earlier session" not in now
+
+
+def ask(bot: str, slack: SlackStandIn, text: str, user: str = ALICE) -> Call:
+    """`user` (alice) asks with `/model TEXT`; the request's post in the channel."""
+    reply = command(bot, slack, "/model", text, user=user)
     assert texts(reply).startswith("Asked: pr-"), reply
     return slack.wait_for("chat.postMessage")[-1]
 
@@ -192,6 +212,7 @@ def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its
     posts = SlackPosts(promotion_bot_settings.state_url())
     posts.create_schema()
     web = SlackPoster(WebClient(token="xoxb-test", base_url=slack.api_url), posts)
+    started = datetime.now(UTC)
     promotions.events.receive(
         delivery("model_version.created", name="tiny-transformer", version="2"),
         datetime.now(UTC),
@@ -204,11 +225,11 @@ def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its
     )
 
     slack.refusing["chat.postMessage"] = "channel_not_found"
-    assert post_notices(web, promotions, "C0PROMO") == 0
+    assert post_notices(web, promotions, "C0PROMO", started) == 0
     assert len(promotions.events.unposted()) == 2  # kept for the next round
     del slack.refusing["chat.postMessage"]
-    assert post_notices(web, promotions, "C0PROMO") == 2
-    assert post_notices(web, promotions, "C0PROMO") == 0
+    assert post_notices(web, promotions, "C0PROMO", started) == 2
+    assert post_notices(web, promotions, "C0PROMO", started) == 0
 
     offer, out_of_band = [call for call in slack.calls if call.method == "chat.postMessage" and "ts" in call.answer]
     assert offer.params["channel"] == "C0PROMO"
@@ -224,3 +245,35 @@ def test_registry_notices_are_posted_and_a_new_version_can_be_requested_from_its
     asked = slack.wait_for("chat.postMessage", 4)[-1]
     assert "*Promote* `tiny-transformer` v2 to *staging*: waiting for approval" in texts(asked.params)
     assert asked.params["channel"] == "C0PROMO"
+
+
+# A bare user id: one that is not inside a mention (<@U02B>), which Slack would show as the raw id.
+BARE_USER_ID = re.compile(r"(?<![<@\w])[UW][A-Z0-9]{2,20}\b")
+
+
+def test_a_person_is_one_name_or_a_mention_and_approvers_work_spelled_either_way(promotion_bot_settings, slack, client):
+    """alice asks in the CLI by name and bob approves in Slack by id: the same two people everywhere, mentioned
+    by their ids in Slack; carol, whom the config does not name, is her mention; no text shows a bare id."""
+    people = {"alice": ALICE, "bob": BOB}
+    policy = {"targets": {"staging": {"approvers": ["bob"]}, "production": {"approvers": [BOB, CAROL]}}}
+    settings = Settings(**{**promotion_bot_settings.model_dump(), "promotion": policy, "people": people})
+    promotions = Promotions(settings)
+    asked = promotions.request(Actor("alice"), "tiny-transformer", 1, "staging")  # as `--as alice` in the CLI
+    slack_app = build_slack_app(Services(settings, promotions=promotions)).app
+    for bot in serving_in_thread(make_app(promotions, SlackRequestHandler(slack_app))):
+        approved = command(bot, slack, "/model", f"approve {asked.id}", user=BOB)
+        assert "(1/1 approvals by <@U02B>; asked by <@U01ALICE>)" in texts(approved)
+        listed = texts(command(bot, slack, "/model", "requests", user=CAROL))
+        assert f"`{asked.id}  tiny-transformer v1 -&gt; staging  approved`  (1/1 approvals by <@U02B>" in listed
+        trail = texts(command(bot, slack, "/model", "history tiny-transformer", user=CAROL))
+        assert "promote` (<@U01ALICE>)" in trail and "approval` (<@U02B>)" in trail
+        posted = ask(bot, slack, "promote tiny-transformer 2 production", CAROL)
+        assert "Asked by <@U03C> · 0/2 approvals · approvers: <@U02B> <@U03C>" in texts(posted.params)
+        click(bot, slack, posted, "promotion_approve", BOB)  # bob by id, the policy names his id here
+        assert "1/2 approvals by <@U02B>" in texts(slack.wait_for("chat.update")[-1].params)
+        click(bot, slack, posted, "promotion_reject", BOB)
+        [opened] = slack.wait_for("views.open")
+        assert "asked by <@U03C>" in json.dumps(opened.params["view"])
+    assert [request.requester for request in promotions.requests()] == [CAROL, "alice"]
+    shown = [json.dumps(call.params) for call in slack.calls if call.method != "auth.test"]
+    assert not [found for text in shown for found in BARE_USER_ID.findall(text)], shown

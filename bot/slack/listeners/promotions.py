@@ -56,13 +56,21 @@ class PromotionDesk:
             text,
             request=request,
             outcome=outcome,
-            approvers=[*sorted(policy.approvers), *sorted(policy.approver_groups)],
+            requester=self.slack_id(request.requester),
+            approved_by=[self.slack_id(approver) for approver in request.approvals],
+            approvers=[*sorted(map(self.slack_id, policy.approvers)), *sorted(policy.approver_groups)],
             open=request.state in OPEN_STATES and request.state != PromotionState.APPROVING,
         )
 
     def reject_modal(self, request: PromotionRequest) -> dict:
-        summary = f"{request.model} v{request.version} to {request.target}, asked by {request.requester}"
-        return render_view("reject_modal", request_id=request.id, summary=summary)
+        summary = f"{request.model} v{request.version} to {request.target}"
+        return render_view(
+            "reject_modal", request_id=request.id, summary=summary, requester=self.slack_id(request.requester)
+        )
+
+    def slack_id(self, who: str) -> str:
+        """Whom a message mentions for `who` (a name where nobody's id is known, which shows as text)."""
+        return self.promotions.people.slack_id(who)
 
 
 def _key(request_id: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from actions.errors import Forbidden
+from actions.promotions.people import People
 from actions.settings import SettingsError
 from bot.slack.authorization import Authorization
 
@@ -74,3 +75,12 @@ def test_cancelling_a_job_trainbot_did_not_launch_is_nobody_s_until_a_rule_names
         rules.check("cancel-any", "U01ALICE", "C0OPS", nobody)
     with pytest.raises(Forbidden, match=r"^cancel-any is allowed only in C0OPS"):
         rules.check("cancel-any", "U0SRE", "C0ML", nobody)
+
+
+def test_a_rule_names_a_person_by_name_or_by_slack_id():
+    people = People({"bob": "U02B", "carol": "U03C"})
+    for listed in (["bob"], ["U02B"]):
+        rules = Authorization({"logs": {"users": listed}}, people)
+        rules.check("logs", "U02B", "C0ML", nobody)
+        with pytest.raises(Forbidden, match="you may not logs here"):
+            rules.check("logs", "U03C", "C0ML", nobody)

@@ -117,7 +117,7 @@ def test_jobs_lists_what_was_launched(bot, slack, settings):
     launched(store, "tiny-transformer-abc123", requester="U01ALICE", state=JobState.RUNNING)
     shown = texts(command(bot, slack, "/train", "jobs"))
     assert "*Jobs*, newest first (1)" in shown
-    assert "`tiny-transformer-abc123`  *RUNNING*  tiny-transformer on local, by U01ALICE" in shown
+    assert "`tiny-transformer-abc123`  *RUNNING*  tiny-transformer on local, by <@U01ALICE>" in shown
 
 
 def test_status_without_a_ray_head_says_so_and_starts_none(bot, slack, settings):
@@ -136,9 +136,9 @@ def test_model_requests_and_history_show_the_store(bot, slack, settings):
                            requester="U01ALICE", approvals_needed=1, expires_in=timedelta(hours=24),
                            at=datetime.now(UTC))  # fmt: skip
     shown = texts(command(bot, slack, "/model", "requests --open"))
-    assert f"`{request.id}  tiny-transformer v3 -&gt; staging  pending  (0/1 approvals; asked by U01ALICE)`" in shown
+    assert f"`{request.id}  tiny-transformer v3 -&gt; staging  pending`  (0/1 approvals; asked by <@U01ALICE>)" in shown
     history = texts(command(bot, slack, "/model", "history tiny-transformer"))
-    assert f"{request.id}  staging v3  promote (U01ALICE)  v3 to staging" in history
+    assert f"{request.id}  staging v3  promote` (<@U01ALICE>)  `v3 to staging`" in history
 
 
 def test_launching_is_refused_until_a_channel_is_listed_for_it(bot, slack):

@@ -126,7 +126,7 @@ def test_the_bot_s_messages_and_modals_are_cut_to_fit(client):
         ),
         render("code", "c", title=huge, code=huge),
         render("lines", "l", title="t", more=0, lines=[huge] * 80, empty=""),
-        render("registry_notice", "n", notice=OFFER, targets=[f"{n}-{'t' * 250}" for n in range(30)]),
+        render("registry_notice", "n", notice=OFFER, earlier="", targets=[f"{n}-{'t' * 250}" for n in range(30)]),
         render(
             "sweep_results",
             "r",
@@ -142,12 +142,12 @@ def test_the_bot_s_messages_and_modals_are_cut_to_fit(client):
     ]
     for message in messages:
         assert client.chat_postMessage(channel="C0ML", text=message.text, blocks=message.blocks)["ok"]
-    view = render_view("reject_modal", request_id="req-1", summary=huge)
+    view = render_view("reject_modal", request_id="req-1", summary=huge, requester="U01ALICE")
     assert client.views_open(trigger_id="t", view=view)["ok"]
 
 
 def test_offer_buttons_keep_their_target_in_the_value_whatever_its_length():
-    [actions] = [block for block in render("registry_notice", "n", notice=OFFER, targets=["t" * 255]).blocks
+    [actions] = [block for block in render("registry_notice", "n", notice=OFFER, earlier="", targets=["t" * 255]).blocks
                  if block["type"] == "actions"]  # fmt: skip
     [offer] = actions["elements"]
     assert json.loads(offer["value"])["target"] == "t" * 255
