@@ -87,7 +87,7 @@ class Services:
         """The launches in the state store and the backends that run them (each made on first use)."""
         from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy loads here
 
-        return Jobs(self.settings)
+        return Jobs(self.settings, people=self.people)
 
     @_BuiltOnce
     def alert_threads(self) -> AlertThreads:
