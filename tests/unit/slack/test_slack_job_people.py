@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import kubernetes
 import pytest
 import yaml
 from slack_bolt.adapter.wsgi import SlackRequestHandler
@@ -20,22 +19,12 @@ from bot.services import Services
 from bot.slack.app import build_slack_app
 from bot.web.app import make_app
 from tests.integration.cli import trainbot
-from tests.standins.kube_standin import ServedStandin
 from tests.standins.slack_bot import command, serving_in_thread, slack_settings, texts
 from tests.standins.slack_standin import SlackStandIn
 
 PEOPLE = {"alice": "U01ALICE", "bob": "U02BOB"}
 # Allowed to alice by her Slack id and to bob by his name.
 GUARDED = {"entrypoint": ["python", "train.py"], "allowed": ["U01ALICE", "bob"]}
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    with ServedStandin() as standin:
-        path = standin.kubeconfig(tmp_path / "kubeconfig")
-        # The bot in this process finds its cluster there too (the client reads $KUBECONFIG once, on import).
-        monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
-        yield path
 
 
 @pytest.fixture
