@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     mlflow_request_backoff_factor: int = Field(default=1, ge=0, le=120)
     mlflow_request_backoff_jitter: float = Field(default=0.5, ge=0)
     # Who is who: each person's name (as `--as NAME` says it) and Slack user id, {alice: U02ALICE}. Trainbot
-    # records and shows the name, and mentions the id in Slack (see actions/promotions/people.py).
+    # records and shows the name, and mentions the id in Slack (see actions/people.py).
     people: dict[str, str] = Field(default_factory=dict)
     # Model promotion targets and their approvers (see actions/promotions/policy.py).
     promotion: dict[str, Any] = Field(default_factory=dict)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from actions.alerts.threads import AlertThreads
     from actions.evidence.bundle_shelf import BundleShelf
     from actions.jobs.service import Jobs
-    from actions.promotions.people import People
+    from actions.people import People
     from actions.promotions.service import Promotions
     from actions.settings import Settings
     from actions.state.database import Database
@@ -69,7 +69,7 @@ class Services:
     @_BuiltOnce
     def people(self) -> People:
         """Who is who (the config's `people:`; the console adds its names)."""
-        from actions.promotions.people import People  # noqa: PLC0415
+        from actions.people import People  # noqa: PLC0415
 
         return People(self.settings.people)
 
@@ -87,7 +87,7 @@ class Services:
         """The launches in the state store and the backends that run them (each made on first use)."""
         from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy loads here
 
-        return Jobs(self.settings)
+        return Jobs(self.settings, people=self.people)
 
     @_BuiltOnce
     def alert_threads(self) -> AlertThreads:

@@ -6,10 +6,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import kubernetes
 import pytest
 
 from actions.promotions.registry import MLFLOW_HTTP_VARIABLES
 from tests.servers.postgres import create_database, private_cluster, server_bin_dir
+from tests.standins.kube_standin import ServedStandin
 from tests.standins.slack_standin import SlackStandIn, slack_standin
 
 # In CI a missing PostgreSQL must fail the run, not skip half the store suite.
@@ -35,6 +37,17 @@ def slack() -> Iterator[SlackStandIn]:
         yield served
     # Whatever the test checked, Slack would have refused these: a limit the bot's rendering broke.
     served.check_within_limits()
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A kubeconfig naming a fresh KubeRay stand-in: give it to a `trainbot` as KUBECONFIG; the bot in the test's
+    own process finds the stand-in there too."""
+    with ServedStandin() as standin:
+        path = standin.kubeconfig(tmp_path / "kubeconfig")
+        # The client reads $KUBECONFIG once, when it is imported.
+        monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from actions.errors import BadRequest
@@ -17,6 +17,7 @@ from actions.jobs.job import Launch, new_job_name
 from actions.jobs.requests import LaunchRequest, ManifestText, SweepOptions
 from actions.jobs.search_space import parse_space, searched
 from actions.jobs.templates import JobTemplate, ParamValue, find_template, load_templates, manifest_template
+from actions.people import People
 from actions.settings import Settings
 
 MAX_TRIALS = 1000
@@ -29,8 +30,11 @@ def templates_of(settings: Settings) -> dict[str, JobTemplate]:
     return load_templates(settings.templates)
 
 
-def plan_job(settings: Settings, request: LaunchRequest) -> Launch:
-    """The launch or sweep that `request` asks for: the CLI's and Slack's alike."""
+def plan_job(settings: Settings, request: LaunchRequest, people: People | None = None) -> Launch:
+    """The launch or sweep that `request` asks for: the CLI's and Slack's alike, its requester recorded by name
+    (`people`: who is who, by default the config's `people:`)."""
+    people = people or People(settings.people)
+    request = replace(request, requester=people.name(request.requester))
     if request.manifest is not None:
         return _manifest_launch(request, request.manifest)
     # A sweep's first word is its template whatever it looks like (argparse requires one); a launch's may be
@@ -38,7 +42,7 @@ def plan_job(settings: Settings, request: LaunchRequest) -> Launch:
     if request.template is None or (request.sweep is None and "=" in request.template):
         raise BadRequest("name a template first: trainbot launch TEMPLATE [key=value ...] (or --manifest FILE)")
     template = find_template(templates_of(settings), request.template)
-    template.authorize(request.requester)
+    template.authorize(request.requester, people)
     if request.sweep is not None:
         return _sweep(settings, template, request, request.sweep)
     size = template.size(request.workers, request.gpus_per_worker)
@@ -53,9 +57,9 @@ class DryRun:
     document: dict[str, Any]
 
 
-def dry_run(settings: Settings, request: LaunchRequest) -> DryRun:
+def dry_run(settings: Settings, request: LaunchRequest, people: People | None = None) -> DryRun:
     """What `request` would submit, rendered by the backend it runs on; nothing is sent or stored."""
-    launch = plan_job(settings, request)
+    launch = plan_job(settings, request, people)
     return DryRun(launch, backend_named(settings, request.backend_name(settings.backend)).render(launch))
 
 

@@ -11,6 +11,7 @@ from actions.jobs.backends import backend_named
 from actions.jobs.job import Backend, JobStatus, Launch
 from actions.jobs.records import Event, JobRecord, Store, Transition
 from actions.jobs.watcher import recorded_statuses, watch
+from actions.people import People
 from actions.settings import Settings
 
 
@@ -39,12 +40,18 @@ class Cancellation:
 
 
 class Jobs:
-    """Launches recorded in the state store; status, logs and cancel find a job by name or prefix."""
+    """Launches recorded in the state store; status, logs and cancel find a job by name or prefix; who launched
+    a job is known by name (`people`: who is who, by default the config's `people:`)."""
 
     def __init__(
-        self, settings: Settings, store: Store | None = None, backends: dict[str, Backend] | None = None
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        backends: dict[str, Backend] | None = None,
+        people: People | None = None,
     ) -> None:
         self._settings = settings
+        self.people = people or People(settings.people)
         if store is None:
             settings.private_data_dir()
             store = Store(settings.state_url())
@@ -64,7 +71,9 @@ class Jobs:
         return self.store.record_launch(launch, chosen.name, status)
 
     def list(self, *, limit: int = 50, requester: str | None = None, active: bool = False) -> list[JobRecord]:
-        return self.store.list_jobs(limit=limit, requester=requester, active=active)
+        """The newest jobs; with `requester` (a name or a Slack user id), only that person's."""
+        named = None if requester is None else self.people.name(requester)
+        return self.store.list_jobs(limit=limit, requester=named, active=active)
 
     def status(self, job: str) -> JobStatus:
         """The backend's status now, recorded in the store when trainbot launched the job."""

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions.errors import BadRequest, Forbidden, NotFound
+
+if TYPE_CHECKING:
+    from actions.people import People
 
 ParamValue = float | int | bool | str
 
@@ -181,7 +184,7 @@ class JobTemplate(_Strict):
     runtime_env: RuntimeEnv = RuntimeEnv()
     # Append `--num-workers N --gpus-per-worker G` to the entrypoint (the script sizes Ray Train itself).
     scaling_flags: bool = False
-    # Who may launch it (Slack user ids or CLI user names); empty means everyone.
+    # Who may launch it (names or Slack user ids, the same person either way: see `people:`); empty means everyone.
     allowed: tuple[str, ...] = ()
     sweep: SweepDefaults | None = None
     # A team's RayJob manifest: the entrypoint is theirs, and undeclared `key=value` words are
@@ -205,9 +208,11 @@ class JobTemplate(_Strict):
                     raise ValueError(f"default: {error}") from None
         return params
 
-    def authorize(self, requester: str) -> None:
-        if self.allowed and requester not in self.allowed:
-            raise Forbidden(f"{requester} may not run template {self.name}; ask one of: {', '.join(self.allowed)}")
+    def authorize(self, requester: str, people: People) -> None:
+        """Forbidden unless everyone may launch it or `requester` (a name or a Slack user id) is allowed to."""
+        allowed, who = people.names(self.allowed), people.name(requester)
+        if allowed and who not in allowed:
+            raise Forbidden(f"{who} may not run template {self.name}; ask one of: {', '.join(sorted(allowed))}")
 
     def parse_params(self, words: list[str]) -> dict[str, ParamValue]:
         """`key=value` words as typed values over the defaults; every problem names its parameter."""

@@ -15,8 +15,8 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from actions.errors import ActionError, BadRequest, Conflict, Forbidden, Unavailable
+from actions.people import People
 from actions.promotions.deliveries import EVENTS, Delivery
-from actions.promotions.people import People
 from actions.promotions.policy import Actor, BeatsCurrent, TargetPolicy, promotion_targets, target_policy
 from actions.promotions.registry import MlflowHttp, Registry
 from actions.promotions.registry_events import Receipt, RegistryEvents

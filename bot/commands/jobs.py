@@ -169,18 +169,19 @@ def _submit(args: argparse.Namespace) -> int:
     from actions.jobs.planning import dry_run, plan_job  # noqa: PLC0415
 
     settings = _settings()
+    services = Services(settings)
     request = launch_request(args, args.requester or getpass.getuser())
     if args.dry_run:  # no state store, no cluster: only what would be sent
-        planned = dry_run(settings, request)
+        planned = dry_run(settings, request, services.people)
         if args.output == "name":
             print(planned.launch.name)
         else:
             print_document(planned.document, args.output, text=None)
         return 0
-    launch, backend = plan_job(settings, request), request.backend_name(settings.backend)
+    launch, backend = plan_job(settings, request, services.people), request.backend_name(settings.backend)
     # A first launch on the local backend starts its Ray head: seconds with nothing else to see.
     with progress_line(wants_progress(args.output), f"submitting {launch.name} to {backend}"):
-        record = jobs_service(settings).launch(launch, backend)
+        record = services.jobs.launch(launch, backend)
     if args.output == "name":
         print(record.name)
         return 0

@@ -26,7 +26,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from actions.errors import BadRequest
-from actions.promotions.people import People
+from actions.people import People
 from actions.settings import Settings
 from bot.console.local_slack import (
     Call,

@@ -98,7 +98,7 @@ def build_slack_app(services: Services, metrics: Metrics | None = None) -> Slack
     attempt = functools.partial(attempt_work, on_incident=lambda: metrics.incident("slack"))
     diagnoses = JobDiagnoses(services, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
-    train = TrainDesk(settings, jobs, threads, diagnoses, authorize)
+    train = TrainDesk(settings, jobs, threads, diagnoses, authorize, services.people)
     train_answer = _answering(lambda slash: answer_train(slash, train), attempt)
     app.command("/train")(work.listener(train_answer, lane=train_lane))
     model_answer = _answering(lambda slash: answer_model(slash, desk, authorize), attempt)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actions.errors import Forbidden
-from actions.promotions.people import People
+from actions.people import People
 from actions.settings import SettingsError
 from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
 

@@ -112,9 +112,11 @@ class JobThreads:
     def parent(self, record: JobRecord, status: JobStatus) -> Message:
         text = f"{status.name}: {status.state}"
         params = [f"{key}={value}" for key, value in record.params.items()]
+        # Recorded by name; in Slack a person with a known user id is mentioned, which Slack shows as their name.
+        requester = self.jobs.people.slack_id(record.requester)
         return render(
-            "job", text, record=record, state=str(status.state), icon=ICONS[status.state], params=params,
-            message=first_line(status.message),
+            "job", text, record=record, requester=requester, state=str(status.state), icon=ICONS[status.state],
+            params=params, message=first_line(status.message),
         )  # fmt: skip
 
     def progress_message(self, record: JobRecord, progress: SweepProgress | None) -> Message:

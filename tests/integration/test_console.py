@@ -219,6 +219,33 @@ def test_one_person_has_one_name_in_the_cli_the_console_and_slack(console_settin
     assert f"{request_id}  tiny-transformer v1 -> staging  approved  (1/1 approvals by bob; asked by alice)" in listed
 
 
+def test_a_job_launched_in_the_console_is_its_launcher_s_by_name_in_the_cli(tmp_path, kubeconfig):
+    """Launched in the console as alice (UALICE to the bot), on the KubeRay stand-in: the job records alice, so
+    `trainbot jobs` says alice where it said UALICE, and the console's jobs list mentions her."""
+    settings = Settings(
+        data_dir=tmp_path / "data", backend="kuberay", namespace="default", local_dashboard_port=free_port()
+    )
+    out = io.StringIO()
+    assert run_console(settings, "alice", ["/train launch tiny-transformer", "/train jobs"], out) == 0
+    shown = out.getvalue()
+    launched = re.search(r"Launched (tiny-transformer-[a-z0-9]+);", shown)
+    assert launched, shown
+    job = launched[1]
+    assert f"`{job}`  *PENDING*  tiny-transformer on kuberay, by @alice, " in shown
+    assert "UALICE" not in shown, shown
+    env = {
+        "TRAINBOT_DATA_DIR": str(settings.data_dir),
+        "TRAINBOT_BACKEND": "kuberay",
+        "TRAINBOT_NAMESPACE": "default",
+        "KUBECONFIG": str(kubeconfig),
+    }
+    assert [
+        (record["name"], record["requester"]) for record in json.loads(trainbot(env, "jobs", "-o", "json").stdout)
+    ] == [(job, "alice")]
+    listed = trainbot(env, "jobs").stdout
+    assert re.search(rf"^{job}  PENDING  kuberay  tiny-transformer  alice ", listed, re.MULTILINE), listed
+
+
 def test_library_logs_go_to_the_log_file_not_the_terminal(tmp_path):
     """A fresh data directory: MLflow creates its tables and says so, in the log file only."""
     script = tmp_path / "promote.txt"

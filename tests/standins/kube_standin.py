@@ -33,6 +33,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -481,6 +482,20 @@ class ServedStandin:
     def api_client(self) -> kubernetes.client.ApiClient:
         """An official client pointed at the stand-in."""
         return kubernetes.client.ApiClient(kubernetes.client.Configuration(host=self.url))
+
+    def kubeconfig(self, path: Path) -> Path:
+        """A kubeconfig at `path` whose current context is the stand-in (namespace default), for a client that
+        finds its cluster as trainbot does."""
+        path.write_text(
+            f"""apiVersion: v1
+kind: Config
+clusters: [{{name: standin, cluster: {{server: "{self.url}"}}}}]
+users: [{{name: standin, user: {{token: t0ken}}}}]
+contexts: [{{name: standin, context: {{cluster: standin, user: standin, namespace: default}}}}]
+current-context: standin
+"""
+        )
+        return path
 
     def set_status(self, name: str, status: dict[str, Any], namespace: str = "default") -> None:
         self.run(self.api.set_status(namespace, name, status))

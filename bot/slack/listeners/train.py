@@ -20,6 +20,7 @@ from bot.slack.authorization import CANCEL_ANY
 if TYPE_CHECKING:
     from actions.jobs.service import Jobs
     from actions.jobs.templates import Param
+    from actions.people import People
     from actions.settings import Settings
     from bot.slack.job_threads import JobThreads
     from bot.slack.listeners.diagnose_job import JobDiagnoses
@@ -33,14 +34,15 @@ LOG_CHARS = 2900
 
 @dataclass(frozen=True)
 class TrainDesk:
-    """What /train answers with: the bot's one Jobs service and job threads (both made on first use), and
-    the authorization check for a verb."""
+    """What /train answers with: the bot's one Jobs service and job threads (both made on first use), the
+    authorization check for a verb, and who is who (a Slack user id as the name a job records)."""
 
     settings: Settings
     jobs: Callable[[], Jobs]
     threads: Callable[[], JobThreads]
     diagnoses: JobDiagnoses
     authorize: Callable[[str, Slash], None]
+    people: People
 
 
 def answer_train(slash: Slash, desk: TrainDesk) -> Message:
@@ -57,11 +59,11 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     settings = desk.settings
     request = launch_request(command.args, slash.user)
     if command.args.dry_run:
-        planned = dry_run(settings, request)
+        planned = dry_run(settings, request, desk.people)
         name = planned.launch.name
         manifest = yaml.safe_dump(planned.document, sort_keys=False, allow_unicode=True)
         return render("code", f"{name}: dry run", title=f"Would submit {name}", code=clip(manifest, LOG_CHARS))
-    plan = plan_job(settings, request)
+    plan = plan_job(settings, request, desk.people)
     if plan.kind == "sweep":
         from actions.jobs.sweep_progress import prepare_tracking  # noqa: PLC0415 - MLflow loads on first use
 
@@ -116,7 +118,7 @@ def train_jobs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     records = desk.jobs().list(limit=limit, requester=args.requester, active=args.active)
     jobs = [
         {"name": r.name, "state": str(r.state), "template": r.template, "backend": r.backend,
-         "requester": r.requester, "age": age(r.created_at)}
+         "requester": desk.people.slack_id(r.requester), "age": age(r.created_at)}
         for r in records
     ]  # fmt: skip
     return render("jobs", f"{len(jobs)} jobs", jobs=jobs)

@@ -7,6 +7,7 @@ import pytest
 
 from actions.errors import BadRequest, Forbidden, NotFound
 from actions.jobs.templates import TINY_TRANSFORMER, find_template, load_templates, manifest_template
+from actions.people import People
 from workloads.train_config import TrainConfig
 
 HOSTILE = ["1;rm -rf /", "$(id)", "`id`", "1\nid", "0.1 && id", "x|sh", "${HOME}", "'", '"']
@@ -109,10 +110,20 @@ def test_sizes_stay_within_the_template(resnet):
 
 
 def test_only_the_allowed_may_launch(resnet):
-    resnet.authorize("alice")
-    with pytest.raises(Forbidden, match="bob may not run template resnet; ask one of: alice, U024BE7LH"):
-        resnet.authorize("bob")
-    TINY_TRANSFORMER.authorize("anyone")
+    nobody_named = People()
+    resnet.authorize("alice", nobody_named)
+    with pytest.raises(Forbidden, match="bob may not run template resnet; ask one of: U024BE7LH, alice"):
+        resnet.authorize("bob", nobody_named)
+    TINY_TRANSFORMER.authorize("anyone", nobody_named)
+
+
+def test_the_allowed_are_the_same_people_by_name_or_by_slack_id(resnet):
+    """allowed: [alice, U024BE7LH]; carol is U024BE7LH, alice is U01ALICE: each may launch by either spelling."""
+    people = People({"alice": "U01ALICE", "carol": "U024BE7LH"})
+    for who in ("alice", "U01ALICE", "carol", "U024BE7LH"):
+        resnet.authorize(who, people)
+    with pytest.raises(Forbidden, match=r"^bob may not run template resnet; ask one of: alice, carol$"):
+        resnet.authorize("U02BOB", People({"bob": "U02BOB", "carol": "U024BE7LH"}))
 
 
 @pytest.mark.parametrize(

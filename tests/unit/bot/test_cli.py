@@ -245,18 +245,8 @@ def test_status_with_no_head_of_this_data_directory_names_the_directory(tmp_path
 
 def kuberay_env(standin: ServedStandin, tmp_path: Path) -> dict[str, str]:
     """The environment of a `trainbot` that talks to the KubeRay stand-in through a kubeconfig naming it."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: standin, cluster: {{server: "{standin.url}"}}}}]
-users: [{{name: standin, user: {{token: t0ken}}}}]
-contexts: [{{name: standin, context: {{cluster: standin, user: standin, namespace: default}}}}]
-current-context: standin
-"""
-    )
     return {
-        "KUBECONFIG": str(kubeconfig),
+        "KUBECONFIG": str(standin.kubeconfig(tmp_path / "kubeconfig")),
         "TRAINBOT_BACKEND": "kuberay",
         "TRAINBOT_NAMESPACE": "default",
         "TRAINBOT_DATA_DIR": str(tmp_path / "data"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from actions.promotions.people import People
+from actions.people import People
 from bot.console.local_slack import Call
 from bot.console.view import EMOJI_SHOWN, ConsoleView
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from actions.errors import Forbidden
-from actions.promotions.people import People
+from actions.people import People
 from actions.settings import SettingsError
 from bot.slack.authorization import Authorization
 

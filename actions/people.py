@@ -1,9 +1,10 @@
 """One person, one name: who is who across the CLI, the console and Slack.
 
 `people:` in the config maps each person's name (what the CLI's `--as NAME` says) to their Slack user id;
-the console adds its own names (bob -> UBOB). Trainbot records a person by name wherever it knows one, so a
-request asked for in the CLI as alice and approved in Slack by <@U02BOB> shows the same two people, and it
-shows the name (in Slack: the mention, which Slack renders as the name). An id nobody named stays an id.
+the console adds its own names (bob -> UBOB). Trainbot records a person by name wherever it knows one (who
+launched a job, who asked for or approved a promotion), so a job launched in Slack by <@U01ALICE> and one
+launched in the CLI as alice are both alice's, and it shows the name (in Slack: the mention, which Slack
+renders as the name). An id nobody named stays an id. Jobs and promotions share it: it lives beside them.
 """
 
 from __future__ import annotations
