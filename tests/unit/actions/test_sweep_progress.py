@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from mlflow import MlflowClient
-from mlflow.entities import Metric
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from actions.errors import BadRequest
 from actions.jobs import sweep_progress as reader
 from actions.jobs.sweep_progress import sweep_progress
-
-SWEEP = "tiny-transformer-sweep-abc123"
+from tests.builders.sweep_runs import SWEEP, write_sweep
 
 
 def test_the_tags_read_are_the_ones_the_sweep_driver_writes():
@@ -19,28 +15,6 @@ def test_the_tags_read_are_the_ones_the_sweep_driver_writes():
 
     for name in ("SWEEP_TAG", "TRIAL_TAG", "METRIC_TAG", "MODE_TAG", "MODEL_NAME_TAG", "MODEL_VERSION_TAG"):
         assert getattr(reader, name) == getattr(tracking, name), name
-
-
-def write_sweep(uri: str, values: dict[str, tuple[str, float | None]], mode: str = "min", done: bool = False) -> None:
-    client = MlflowClient(uri)
-    experiment = client.create_experiment("trainbot/tiny-transformer")
-    tags = {reader.SWEEP_TAG: SWEEP, reader.METRIC_TAG: "val_loss", reader.MODE_TAG: mode}
-    if done:
-        tags |= {reader.MODEL_NAME_TAG: "tiny-transformer", reader.MODEL_VERSION_TAG: "3"}
-    parent = client.create_run(experiment, run_name=SWEEP, tags=tags).info.run_id
-    other = client.create_run(experiment, run_name="another-sweep", tags={reader.SWEEP_TAG: "another-sweep"})
-    client.log_metric(other.info.run_id, "val_loss", 0.0001)
-    for name, (status, value) in values.items():
-        run = client.create_run(
-            experiment,
-            run_name=name,
-            tags={MLFLOW_PARENT_RUN_ID: parent, reader.SWEEP_TAG: SWEEP, reader.TRIAL_TAG: name},
-        ).info.run_id
-        client.log_param(run, "lr", "0.001")
-        if value is not None:
-            client.log_batch(run, metrics=[Metric("val_loss", value, 0, 0)])
-        if status != "RUNNING":
-            client.set_terminated(run, status)
 
 
 def test_progress_counts_finished_and_running_trials_and_ranks_the_best(tmp_path):

@@ -22,7 +22,7 @@ from diagnosers.collect.collector import collect
 from diagnosers.collect.deadline import Deadline
 from diagnosers.collect.target import CollectConfig, Target
 from tests.builders.job_records import launch, open_store
-from tests.unit.actions.test_sweep_progress import SWEEP, write_sweep
+from tests.builders.sweep_runs import SWEEP, write_sweep
 
 
 def terminal() -> tuple[Console, io.StringIO]:
