@@ -11,6 +11,7 @@ import uuid
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
+from actions.jobs.backends.local_head import dashboard_url
 from actions.settings import Settings
 from tests.integration.cli import trainbot
 from tests.paths import TRAINBOT
@@ -37,7 +38,7 @@ def colour_job(ray_settings: Settings, tmp_path_factory: pytest.TempPathFactory)
     """The submission id of a finished job that printed LINES lines in colour."""
     script = tmp_path_factory.mktemp("colour") / "printer.py"
     script.write_text(PRINTER, encoding="utf-8")
-    client = JobSubmissionClient(f"http://127.0.0.1:{ray_settings.local_dashboard_port}")
+    client = JobSubmissionClient(dashboard_url(ray_settings))
     job = client.submit_job(entrypoint=f"{sys.executable} {script}", submission_id=f"colour-{uuid.uuid4().hex[:8]}")
     deadline = time.monotonic() + 120
     while client.get_job_status(job) not in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):

@@ -13,6 +13,7 @@ import uuid
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
+from actions.jobs.backends.local_head import dashboard_url
 from actions.settings import Settings
 from tests.integration.cli import trainbot
 from tests.paths import TRAINBOT
@@ -36,7 +37,7 @@ def running_job(ray_settings: Settings, tmp_path) -> str:
     """The submission id of a job that runs for RUNS_S seconds, once it runs."""
     script = tmp_path / "sleeper.py"
     script.write_text(f"import time\nprint('working')\ntime.sleep({RUNS_S})\nprint('done')\n", encoding="utf-8")
-    client = JobSubmissionClient(f"http://127.0.0.1:{ray_settings.local_dashboard_port}")
+    client = JobSubmissionClient(dashboard_url(ray_settings))
     job = client.submit_job(entrypoint=f"{sys.executable} {script}", submission_id=f"sleeper-{uuid.uuid4().hex[:8]}")
     deadline = time.monotonic() + 60
     while client.get_job_status(job) == JobStatus.PENDING:
