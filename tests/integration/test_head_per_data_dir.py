@@ -83,6 +83,12 @@ def test_a_job_from_another_data_dir_runs_in_its_own_head_and_stop_ends_that_hea
     assert wait_for(env, job, {"SUCCEEDED", "FAILED", "STOPPED"})["state"] == "SUCCEEDED"
     status = json.loads(trainbot(env, "status", job, "-o", "json").stdout)
     assert status["dashboard_url"] == second.dashboard_url
+    # Beside another head, Ray Train's own actors still find their cluster: nothing in the logs to explain.
+    diagnosis = json.loads(trainbot(env, "diagnose", job, "--json").stdout)
+    assert (diagnosis["verdict"], [found["id"] for found in diagnosis["findings"]]) == (
+        "compute-bound",
+        ["compute-bound"],
+    ), diagnosis["findings"]
 
     second_processes = processes_of(second)
     assert any("ray.util.client.server" in " ".join(each.cmdline()) for each in second_processes)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs.backends import LOCAL
-from actions.jobs.backends.local_head import ensure_head, find_head, head_location
+from actions.jobs.backends.local_head import ensure_head, find_head, gcs_address, head_location
 from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch, log_tail
 from actions.jobs.watcher import poll_changes
 from actions.service_failure import failure_reason
@@ -46,6 +46,10 @@ class LocalBackend:
         # Checkpoints and step timings land under the data directory, beside the state store.
         storage = str((self._settings.data_dir / "runs").resolve())
         runtime_env["env_vars"] = {**runtime_env["env_vars"], "TRAINBOT_STORAGE": storage}
+        # Only the driver is told its cluster's address: Ray Train's own actors (its placement-group cleaner)
+        # look for "the" local cluster and, beside another checkout's head, find two and fail.
+        if address := gcs_address(self._settings):
+            runtime_env["env_vars"]["RAY_ADDRESS"] = address
         return {
             "submission_id": launch.name,
             "entrypoint": launch.entrypoint,

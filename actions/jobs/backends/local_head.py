@@ -73,6 +73,13 @@ def dashboard_url(settings: Settings) -> str:
     return record.dashboard_url if record else ""
 
 
+def gcs_address(settings: Settings) -> str | None:
+    """The GCS address of the head this data directory started, for its jobs' processes; None for a head set
+    explicitly or none yet."""
+    record = None if explicit_url(settings) else read_record(settings)
+    return f"{HEAD_HOST}:{record.gcs_port}" if record else None
+
+
 def head_location(settings: Settings) -> str:
     """The head in words, for a message: its explicit address, or the data directory it belongs to."""
     explicit = explicit_url(settings)

@@ -200,3 +200,21 @@ def test_stop_head_stops_the_head_in_the_temp_dir_it_recorded(tmp_path):
     finally:
         head.kill()
         head.wait()
+
+
+def test_a_job_is_told_its_own_heads_address_so_rays_actors_never_look_for_one(tmp_path):
+    """Ray Train's own actors (its placement-group cleaner) look for "the" local cluster unless RAY_ADDRESS is
+    set, and beside another checkout's head they find two and fail."""
+    from actions.jobs.backends.local import LocalBackend  # noqa: PLC0415
+    from actions.jobs.planning import plan_job  # noqa: PLC0415
+    from actions.jobs.requests import LaunchRequest  # noqa: PLC0415
+
+    settings = Settings(data_dir=tmp_path)
+    launch = plan_job(settings, LaunchRequest(template="tiny-transformer", params=(), requester="alice"))
+    assert "RAY_ADDRESS" not in LocalBackend(settings).render(launch)["runtime_env"]["env_vars"]  # no head yet
+    recorded(settings, free_port(), "session_a")
+    record = json.loads(record_path(settings).read_text())
+    env_vars = LocalBackend(settings).render(launch)["runtime_env"]["env_vars"]
+    assert env_vars["RAY_ADDRESS"] == f"{HEAD_HOST}:{record['gcs_port']}"
+    explicit = Settings(data_dir=tmp_path, ray_dashboard_url="http://127.0.0.1:8265")
+    assert "RAY_ADDRESS" not in LocalBackend(explicit).render(launch)["runtime_env"]["env_vars"]  # someone's own head

@@ -130,24 +130,31 @@ def test_the_bot_code_imports_without_torch_ray_or_the_dev_extras():
     assert done.returncode == 0 and done.stdout.strip() == "imported", done.stderr[-2000:]
 
 
+def installed_packages() -> set[str]:
+    """The packages `pip install .` puts in the wheel: what setuptools finds under pyproject's include patterns."""
+    from setuptools import find_namespace_packages  # noqa: PLC0415 - only these tests build package lists
+
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    return set(find_namespace_packages(where=str(REPO), include=find["include"]))
+
+
 def test_the_bot_image_copies_every_package_it_installs():
     copied = {
         args.split()[0].rstrip("/") for name, args in instructions(BOT) if name == "COPY" and "--from" not in args
     }
-    top_level = {package.split(".")[0] for package in PYPROJECT["tool"]["setuptools"]["packages"]}
+    top_level = {package.split(".")[0] for package in installed_packages()}
     assert top_level <= copied
 
 
-def test_the_wheel_lists_every_package():
-    """`pip install .` (the bot image) installs only the packages pyproject.toml lists."""
-    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
-    top_level = {package for package in listed if "." not in package}
+def test_the_wheel_holds_every_package_of_the_product_and_no_tests():
+    """`pip install .` (the bot image) installs every package under the product's roots, and nothing else."""
+    installed = installed_packages()
+    roots = {package for package in installed if "." not in package}
+    assert roots == {*PYPROJECT["tool"]["importlinter"]["root_packages"], "playbooks"}
     on_disk = {
-        ".".join(init.parent.relative_to(REPO).parts)
-        for package in top_level
-        for init in (REPO / package).rglob("__init__.py")
+        ".".join(init.parent.relative_to(REPO).parts) for root in roots for init in (REPO / root).rglob("__init__.py")
     }
-    assert listed == on_disk
+    assert on_disk <= installed
 
 
 def test_the_ray_image_runs_the_versions_pyproject_pins():
