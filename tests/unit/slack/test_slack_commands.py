@@ -32,6 +32,7 @@ from bot.console.local_slack import (
 from bot.http.metrics import Metrics
 from bot.services import Services
 from bot.slack.app import build_slack_app
+from bot.slack.lanes import train_lane
 from bot.slack.listeners.train import TRAIN_ANSWERS
 from bot.web.app import make_app
 from tests.builders.job_records import launched
@@ -80,6 +81,11 @@ def test_train_help_offers_diagnose_of_a_job_not_of_a_bundle_path(bot, slack):
 
 def test_every_train_verb_of_the_grammar_has_its_answer():
     assert list(TRAIN_ANSWERS) == list(TRAIN_VERBS)
+
+
+def test_every_train_verb_but_help_waits_in_the_lane_of_the_backend_it_calls():
+    # A verb with no lane would run outside the bulkhead: a slow backend could take every worker.
+    assert [verb for verb in TRAIN_VERBS if train_lane({"text": f"{verb} x"}) is None] == ["help"]
 
 
 @pytest.mark.parametrize(
