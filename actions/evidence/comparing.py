@@ -1,8 +1,10 @@
 """Compare two runs trainbot launched: a job (by name or unique prefix) or one trial of a sweep (SWEEP/TRIAL).
 
 Each run's step timings are read from its run folder (<data_dir>/runs/<job>/steps, a trial's
-runs/<sweep>/<trial>/steps) with the bundle loader, its verdict is the engine's diagnosis of that folder, and
-the figures are diagnosers.comparison's; a sweep trial's final metrics come from MLflow.
+runs/<sweep>/<trial>/steps) with the bundle loader and measured by diagnosers.comparison. A job's verdict is
+its diagnosis from live evidence (actions.evidence.diagnosing); where that cannot be collected (its head is
+gone), and for a sweep's trial (the sweep's bundle holds its slowest trial), the diagnosis of the step timings
+alone. A sweep trial's final metric comes from MLflow.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ if TYPE_CHECKING:
     from actions.jobs.service import Jobs
     from actions.settings import Settings
     from diagnosers.comparison import ParamDiff, RunPace
-    from diagnosers.evidence import StepRecord
+    from diagnosers.engine import Diagnosis
+    from diagnosers.evidence import Evidence, StepRecord
 
 TRIAL_SEPARATOR = "/"
+LIVE, STEPS_ALONE = "live evidence", "its step timings alone"
 RUN_SYNTAX = "a job's name (or its first letters), or SWEEP/TRIAL for one trial of a sweep"
 
 
@@ -36,6 +40,7 @@ class ComparedRun:
     pace: RunPace
     verdict: str
     summary: str
+    verdict_from: str  # "live evidence", or why the step timings alone
     metrics: dict[str, float] = field(default_factory=dict)  # final MLflow metrics; a plain job has none
     steps: dict[int, list[StepRecord]] = field(default_factory=dict, repr=False)
 
@@ -49,6 +54,7 @@ class ComparedRun:
             "pace": self.pace.to_dict(),
             "verdict": self.verdict,
             "summary": self.summary,
+            "verdict_from": self.verdict_from,
             "metrics": self.metrics,
         }
 
@@ -72,7 +78,7 @@ def compare_runs(settings: Settings, jobs: Jobs, run_a: str, run_b: str) -> RunC
     a, b = _located(jobs, run_a), _located(jobs, run_b)
     if a[0] == b[0]:
         raise BadRequest(f"{run_a} and {run_b} are the same run ({a[0]}); name two different runs")
-    compared_a, compared_b = _compared(settings, *a), _compared(settings, *b)
+    compared_a, compared_b = _compared(settings, jobs, *a), _compared(settings, jobs, *b)
     return RunComparison(
         compared_a,
         compared_b,
@@ -92,7 +98,7 @@ def _located(jobs: Jobs, run: str) -> tuple[str, JobRecord, str]:
     return f"{record.name}{TRIAL_SEPARATOR}{trial}", record, trial
 
 
-def _compared(settings: Settings, name: str, record: JobRecord, trial: str) -> ComparedRun:
+def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, trial: str) -> ComparedRun:
     from diagnosers.bundle import NotABundle, load_bundle  # noqa: PLC0415
     from diagnosers.comparison import run_pace  # noqa: PLC0415
     from diagnosers.engine import diagnose  # noqa: PLC0415
@@ -105,7 +111,10 @@ def _compared(settings: Settings, name: str, record: JobRecord, trial: str) -> C
     pace = run_pace(dict(evidence.steps)) if evidence is not None else None
     if evidence is None or pace is None:
         raise NotFound(f"{name} wrote no step timings ({folder / 'steps'} has none): compare runs that trained a while")
-    diagnosis = diagnose(evidence)
+    # A sweep's live evidence holds its slowest trial's steps, not necessarily this trial's.
+    diagnosis, verdict_from = (
+        (diagnose(evidence), STEPS_ALONE) if trial else _verdict_of(settings, jobs, record.name, evidence)
+    )
     metrics, params = _trial_tracking(settings, record, trial) if trial else ({}, dict(record.params))
     return ComparedRun(
         name=name,
@@ -116,9 +125,22 @@ def _compared(settings: Settings, name: str, record: JobRecord, trial: str) -> C
         pace=pace,
         verdict=diagnosis.verdict,
         summary=diagnosis.summary,
+        verdict_from=verdict_from,
         metrics=metrics,
         steps=dict(evidence.steps),
     )
+
+
+def _verdict_of(settings: Settings, jobs: Jobs, job: str, steps: Evidence) -> tuple[Diagnosis, str]:
+    """The job's diagnosis from its live evidence and where it came from; where the live evidence cannot be
+    collected (its head is gone), the diagnosis of its step timings alone, saying why."""
+    from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415
+    from diagnosers.engine import diagnose  # noqa: PLC0415
+
+    try:
+        return diagnose_job(settings, jobs, job).diagnosis, LIVE
+    except ActionError as error:
+        return diagnose(steps), f"{STEPS_ALONE} ({error})"
 
 
 def _run_folder(job_folder: Path, name: str, trial: str) -> Path:

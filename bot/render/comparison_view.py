@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from actions.evidence.comparing import LIVE
+
 if TYPE_CHECKING:
     from actions.evidence.comparing import ComparedRun, RunComparison
     from diagnosers.comparison import RunPace
@@ -37,6 +39,9 @@ def comparison_text(comparison: RunComparison) -> str:
     else:
         lines.append(f"parameters: none differ; {same}")
     lines += [f"A: {a.summary}", f"B: {b.summary}"]
+    lines += [
+        f"{side}'s verdict is from {run.verdict_from}" for side, run in (("A", a), ("B", b)) if run.verdict_from != LIVE
+    ]
     return "\n".join(lines)
 
 

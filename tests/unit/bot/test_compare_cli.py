@@ -50,6 +50,10 @@ def test_two_jobs_side_by_side_with_what_differs_and_both_verdicts(data_dir):
     assert "B runs at 0.66x A's pace" in lines
     assert "parameters: 1 differ (strategy ddp -> fsdp); 1 the same" in lines
     assert "final metrics: MLflow has none for these runs (a sweep's trials log them; a plain job does not)" in lines
+    # No Ray head answers for this data directory: no live evidence, and the output says so.
+    assert lines[-1].startswith(
+        f"B's verdict is from its step timings alone (no local Ray head answers for the data directory {data_dir}"
+    )
 
 
 def test_json_gives_the_numbers_and_the_chart_is_a_png_file(data_dir, tmp_path):
@@ -81,6 +85,7 @@ def test_two_trials_of_a_sweep_with_their_final_metric_from_mlflow(data_dir):
     assert (document["a"]["name"], document["b"]["name"]) == (f"{SWEEP}/train_fn_1_00000", f"{SWEEP}/train_fn_1_00001")
     assert (document["a"]["metrics"], document["b"]["metrics"]) == ({"val_loss": 0.5}, {"val_loss": 0.25})
     assert document["speedup"] == pytest.approx(0.5)
+    assert document["a"]["verdict_from"] == "its step timings alone"
     text = compare(data_dir, f"{SWEEP}/train_fn_1_00000", f"{SWEEP}/train_fn_1_00001").stdout
     assert "val_loss           0.5" in text
 
