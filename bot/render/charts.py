@@ -105,7 +105,7 @@ def comparison_chart(runs: list[tuple[str, dict[int, list[StepRecord]]]]) -> byt
             ordered = sorted(records, key=lambda record: record.step)
             shown = ordered[:: -(-len(ordered) // MAX_POINTS)]
             axes.plot([record.step for record in shown], [record.step_s * 1000 for record in shown],
-                      color=colour, linewidth=1, alpha=0.8, label=f"{name} rank {rank}")  # fmt: skip
+                      color=colour, linewidth=1.5, label=f"{name} rank {rank}")  # fmt: skip
     axes.set_title("Step time per rank", fontsize=10)
     axes.set_xlabel("step")
     axes.set_ylabel("ms per step")
