@@ -99,6 +99,7 @@ def _located(jobs: Jobs, run: str) -> tuple[str, JobRecord, str]:
 
 
 def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, trial: str) -> ComparedRun:
+    from actions.jobs.backends import LOCAL  # noqa: PLC0415
     from diagnosers.bundle import NotABundle, load_bundle  # noqa: PLC0415
     from diagnosers.comparison import run_pace  # noqa: PLC0415
     from diagnosers.engine import diagnose  # noqa: PLC0415
@@ -110,6 +111,10 @@ def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, tria
         evidence = None
     pace = run_pace(dict(evidence.steps)) if evidence is not None else None
     if evidence is None or pace is None:
+        if record.backend != LOCAL:  # its ranks wrote their timings in its pods, and no collector brings them here
+            raise NotFound(
+                f"{name} ran on {record.backend}: its step timings are not on this machine; compare local runs"
+            )
         raise NotFound(f"{name} wrote no step timings ({folder / 'steps'} has none): compare runs that trained a while")
     # A sweep's live evidence holds its slowest trial's steps, not necessarily this trial's.
     diagnosis, verdict_from = (

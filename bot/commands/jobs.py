@@ -367,7 +367,12 @@ JOB_VERBS = (
     Verb("status", "a job's state now, and its history", _status_arguments, _status),
     Verb("logs", "a job's driver log", _logs_arguments, _logs),
     Verb("cancel", "stop a job", _cancel_arguments, _cancel),
-    Verb("compare", "two runs side by side: parameters, pace, step phases, verdicts", _compare_arguments, _compare),
+    Verb(
+        "compare",
+        "two runs (jobs, or SWEEP/TRIAL) side by side: parameters, pace, step phases, verdicts",
+        _compare_arguments,
+        _compare,
+    ),
     Verb("collect", "collect a job's evidence bundle from the live sources", _collect_arguments, _collect),
     Verb("watch", "print each state change of trainbot's jobs as it happens", _watch_arguments, _watch),
 )

@@ -119,5 +119,15 @@ def test_a_job_that_wrote_no_step_timings_is_one_line(data_dir):
     )
 
 
+def test_a_kuberay_job_says_its_step_timings_are_not_on_this_machine(data_dir):
+    name = "tiny-transformer-ddd444"
+    store_of(data_dir).record_launch(launch(name), "kuberay", JobStatus(name, JobState.SUCCEEDED))
+    result = compare(data_dir, RUN_A, name)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"trainbot: {name} ran on kuberay: its step timings are not on this machine; compare local runs\n",
+    )
+
+
 def test_help_says_how_to_name_a_sweeps_trial(data_dir):
     assert "SWEEP/TRIAL names one trial of a sweep" in " ".join(compare(data_dir, "--help").stdout.split())
