@@ -123,6 +123,10 @@ class Jobs:
         except NotFound:
             return None
 
+    def find(self, job: str) -> JobRecord:
+        """The job trainbot launched named `job` or starting so; NotFound (or BadRequest for an ambiguous prefix)."""
+        return self.store.find(job)
+
     def name_of(self, job: str) -> str:
         """The name trainbot knows the job by (a prefix completed), or the word as given (a Ray submission)."""
         try:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from actions.errors import BadRequest
 from bot.commands.jobs import parse_job_words
 
-TRAIN_VERBS = ("launch", "sweep", "status", "logs", "cancel", "diagnose", "jobs", "help")
+TRAIN_VERBS = ("launch", "sweep", "status", "logs", "cancel", "diagnose", "compare", "jobs", "help")
 MODEL_VERBS = ("promote", "approve", "reject", "requests", "history", "rollback", "help")
 # Slash-command text is at most a few thousand characters in Slack; anything past this is not a command.
 MAX_TEXT = 4000
@@ -28,8 +28,11 @@ CLI_ONLY = {
     "--group": "in Slack you act as yourself; drop --group",
     "--manifest": "a manifest is a file on your machine: run `trainbot launch --manifest FILE` in a terminal",
     "--backend": "Slack launches on the bot's backend (TRAINBOT_BACKEND); drop --backend",
+    "--chart": "in Slack the chart is posted with the comparison; drop --chart",
 }
-CLI_ONLY_OPTIONS = re.compile(r"\[(-h|--as \S+|--group \S+|--manifest \S+|--backend \{[^}]*\}|-o \{[^}]*\})\] ?")
+CLI_ONLY_OPTIONS = re.compile(
+    r"\[(-h|--as \S+|--group \S+|--manifest \S+|--backend \{[^}]*\}|--chart \S+|-o \{[^}]*\})\] ?"
+)
 
 
 class SlackParser(argparse.ArgumentParser):

@@ -1,4 +1,4 @@
-"""`trainbot launch | sweep | jobs | status | logs | cancel | watch`: parse, call actions, render."""
+"""`trainbot launch | sweep | jobs | status | logs | cancel | compare | watch`: parse, call actions, render."""
 
 from __future__ import annotations
 
@@ -87,6 +87,16 @@ def _cancel_arguments(cancel: argparse.ArgumentParser) -> None:
     cancel.add_argument("job", metavar="JOB")
     cancel.add_argument("--suspend", action="store_true", help="KubeRay: suspend the RayJob instead of deleting it")
     add_output_option(cancel)
+
+
+def _compare_arguments(compare: argparse.ArgumentParser) -> None:
+    compare.epilog = (
+        "A run: a job's name or its first letters; SWEEP/TRIAL names one trial of a sweep (its first letters)."
+    )
+    compare.add_argument("run_a", metavar="JOB_A", help="the first run (A)")
+    compare.add_argument("run_b", metavar="JOB_B", help="the second run (B), set against A")
+    compare.add_argument("--chart", type=Path, metavar="PATH", help="write the step-time chart (PNG) here")
+    add_output_option(compare)
 
 
 def _collect_arguments(collect: argparse.ArgumentParser) -> None:
@@ -261,6 +271,26 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from actions.evidence.comparing import compare_runs  # noqa: PLC0415 - the rules load on first use
+    from bot.render.charts import comparison_chart  # noqa: PLC0415
+    from bot.render.comparison_view import comparison_text  # noqa: PLC0415
+
+    chart: Path | None = args.chart
+    if chart is not None and (chart.is_dir() or not chart.parent.is_dir()):
+        raise BadRequest(f"--chart {chart}: give a file name in a folder that exists")
+    settings = _settings()
+    comparison = compare_runs(settings, jobs_service(settings), args.run_a, args.run_b)
+    if chart is not None:
+        runs = [(run.name, run.steps) for run in (comparison.a, comparison.b)]
+        try:
+            chart.write_bytes(comparison_chart(runs))
+        except OSError as error:
+            raise BadRequest(f"--chart {chart}: cannot write it ({error.strerror})") from None
+    print_document(comparison.to_dict(), args.output, text=comparison_text(comparison))
+    return 0
+
+
 def _watch(args: argparse.Namespace) -> int:
     for transition in jobs_service(_settings()).watch(args.backend, args.timeout):
         if args.output == "json":  # one JSON object a line, so a pipe can read each as it comes
@@ -337,6 +367,12 @@ JOB_VERBS = (
     Verb("status", "a job's state now, and its history", _status_arguments, _status),
     Verb("logs", "a job's driver log", _logs_arguments, _logs),
     Verb("cancel", "stop a job", _cancel_arguments, _cancel),
+    Verb(
+        "compare",
+        "two runs (jobs, or SWEEP/TRIAL) side by side: parameters, pace, step phases, verdicts",
+        _compare_arguments,
+        _compare,
+    ),
     Verb("collect", "collect a job's evidence bundle from the live sources", _collect_arguments, _collect),
     Verb("watch", "print each state change of trainbot's jobs as it happens", _watch_arguments, _watch),
 )

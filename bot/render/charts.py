@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagnosers.bundle import load_bundle
-from diagnosers.evidence import Evidence, Series
+from diagnosers.evidence import Evidence, Series, StepRecord
 from diagnosers.rules.measures import SM_ACTIVE, UTILISATION_METRICS, StepPhases, gpu_key, step_phases
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ MAX_LEGEND = 16
 # A line has at most this many points: a 6-hour run at 15 s is 1,440 samples, far more than 900 pixels.
 MAX_POINTS = 1000
 # Each phase of a step: its name on the chart, the StepRecord field and its colour.
+# Each run's colour where two are overlaid.
+RUN_COLOURS = ("#3274a1", "#e1812c")
 PHASES = (("data", "data_s", "#e1812c"), ("collectives", "comm_s", "#3274a1"), ("compute", "compute_s", "#3a923a"))
 
 
@@ -89,3 +91,26 @@ def _draw_phases(axes: Axes, phases: StepPhases) -> None:
 
 def _legend_beside(axes: Axes) -> None:
     axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+
+
+def comparison_chart(runs: list[tuple[str, dict[int, list[StepRecord]]]]) -> bytes:
+    """A PNG overlaying each run's step time per rank over the steps: one colour per run, one line per rank."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - heavy, and only for charts
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    figure = Figure(figsize=(WIDTH_IN, PANEL_HEIGHT_IN), dpi=DPI, layout="constrained")
+    axes = figure.subplots()
+    for colour, (name, steps) in zip(RUN_COLOURS, runs, strict=False):
+        for rank, records in sorted(steps.items())[:MAX_LEGEND]:
+            ordered = sorted(records, key=lambda record: record.step)
+            shown = ordered[:: -(-len(ordered) // MAX_POINTS)]
+            axes.plot([record.step for record in shown], [record.step_s * 1000 for record in shown],
+                      color=colour, linewidth=1.5, label=f"{name} rank {rank}")  # fmt: skip
+    axes.set_title("Step time per rank", fontsize=10)
+    axes.set_xlabel("step")
+    axes.set_ylabel("ms per step")
+    axes.grid(alpha=0.3)
+    _legend_beside(axes)
+    png = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(png)
+    return png.getvalue()

@@ -17,6 +17,8 @@ TRAIN_LANES = {
     "cancel": JOBS,
     "jobs": JOBS,
     "diagnose": DIAGNOSIS,
+    # Reads two runs' step timings and diagnoses each (and a sweep trial's metric from MLflow).
+    "compare": DIAGNOSIS,
 }
 
 

@@ -167,10 +167,13 @@ class StepPhases:
 
 
 def step_phases(evidence: Evidence) -> StepPhases | None:
+    return step_phases_of(evidence.steps or logged_step_records(evidence))
+
+
+def step_phases_of(steps: dict[int, list[StepRecord]]) -> StepPhases | None:
+    """The steady phases of step records (rank -> records, in any order); None when there are none."""
     per_rank = {
-        rank: steady(sorted(records, key=lambda record: record.step))
-        for rank, records in (evidence.steps or logged_step_records(evidence)).items()
-        if records
+        rank: steady(sorted(records, key=lambda record: record.step)) for rank, records in steps.items() if records
     }
     return _summed(per_rank)
 

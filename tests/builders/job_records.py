@@ -13,18 +13,18 @@ def open_store(url: str) -> Store:
     return store
 
 
-def launch(name: str, requester: str = "alice", params: dict | None = None) -> Launch:
-    """A tiny-transformer training launch on two one-GPU workers."""
+def launch(name: str, requester: str = "alice", params: dict | None = None, workers: int = 2) -> Launch:
+    """A tiny-transformer training launch on `workers` one-GPU workers."""
     params = {"lr": 0.001, "strategy": "fsdp"} if params is None else params
     return Launch(
         name=name,
         kind="train",
         template=TINY_TRANSFORMER,
         params=params,
-        workers=2,
+        workers=workers,
         gpus_per_worker=1,
         requester=requester,
-        argv=TINY_TRANSFORMER.argv(params, 2, 1),
+        argv=TINY_TRANSFORMER.argv(params, workers, 1),
     )
 
 

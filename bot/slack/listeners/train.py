@@ -158,6 +158,24 @@ def train_diagnose(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     return desk.diagnoses.request(command.args.target, slash.channel, slash.user)
 
 
+def train_compare(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Post the two runs' comparison in the channel, the step-time chart under it; the answer says so."""
+    from actions.evidence.comparing import compare_runs  # noqa: PLC0415 - the rules load on first use
+    from bot.render.charts import comparison_chart  # noqa: PLC0415
+    from bot.render.comparison_view import comparison_text  # noqa: PLC0415
+
+    compared = compare_runs(desk.settings, desk.jobs(), command.args.run_a, command.args.run_b)
+    a, b = compared.a.name, compared.b.name
+    title = f"{a} (A) against {b} (B)"
+    poster = desk.threads().poster
+    posted = poster.post(
+        slash.channel, render("code", title, title=title, code=clip(comparison_text(compared), LOG_CHARS))
+    )
+    chart = comparison_chart([(run.name, run.steps) for run in (compared.a, compared.b)])
+    poster.upload(slash.channel, chart, filename=f"compare-{a}-{b}.png".replace("/", "_"), title=title, thread=posted)
+    return notice(f"Compared {a} with {b}: posted in this channel, the step-time chart in its thread.")
+
+
 # Each /train verb of the grammar (TRAIN_VERBS) and the function that answers it.
 TRAIN_ANSWERS: dict[str, Callable[[Command, Slash, TrainDesk], Message]] = {
     "launch": train_launch,
@@ -166,6 +184,7 @@ TRAIN_ANSWERS: dict[str, Callable[[Command, Slash, TrainDesk], Message]] = {
     "logs": train_logs,
     "cancel": train_cancel,
     "diagnose": train_diagnose,
+    "compare": train_compare,
     "jobs": train_jobs,
     "help": train_help,
 }

@@ -12,8 +12,18 @@ import sys
 import pytest
 from PIL import Image
 
-from bot.render.charts import DPI, PANEL_HEIGHT_IN, PHASES, WIDTH_IN, diagnosis_chart, gpu_activity
+from bot.render.charts import (
+    DPI,
+    PANEL_HEIGHT_IN,
+    PHASES,
+    RUN_COLOURS,
+    WIDTH_IN,
+    comparison_chart,
+    diagnosis_chart,
+    gpu_activity,
+)
 from diagnosers.bundle import load_bundle
+from tests.builders.step_files import write_steps
 from tests.paths import EXAMPLES
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -72,3 +82,13 @@ def test_the_bot_loads_matplotlib_only_to_draw_a_chart():
         [sys.executable, "-c", code, bundle], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_two_runs_overlaid_get_one_panel_with_each_runs_colour(tmp_path):
+    for run, step_s in (("a", 0.1), ("b", 0.15)):
+        write_steps(tmp_path / run, ranks=2, step_s=step_s)
+    runs = [(run, dict(load_bundle(tmp_path / run).steps)) for run in ("a", "b")]
+    picture = image(comparison_chart(runs))
+    assert picture.size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * DPI)
+    drawn = {colour for _, colour in picture.getcolors(maxcolors=1 << 20)}
+    assert {tuple(bytes.fromhex(colour.removeprefix("#"))) for colour in RUN_COLOURS} <= drawn

@@ -32,9 +32,11 @@ from bot.console.local_slack import (
 from bot.http.metrics import Metrics
 from bot.services import Services
 from bot.slack.app import build_slack_app
+from bot.slack.lanes import train_lane
 from bot.slack.listeners.train import TRAIN_ANSWERS
 from bot.web.app import make_app
 from tests.builders.job_records import launched
+from tests.builders.step_files import RUN_A, RUN_B, record_two_runs
 from tests.paths import TRAINBOT
 from tests.servers.processes import free_port, serving
 from tests.standins.slack_bot import SECRET, command, serve_env, serving_in_thread, texts
@@ -81,6 +83,11 @@ def test_every_train_verb_of_the_grammar_has_its_answer():
     assert list(TRAIN_ANSWERS) == list(TRAIN_VERBS)
 
 
+def test_every_train_verb_but_help_waits_in_the_lane_of_the_backend_it_calls():
+    # A verb with no lane would run outside the bulkhead: a slow backend could take every worker.
+    assert [verb for verb in TRAIN_VERBS if train_lane({"text": f"{verb} x"}) is None] == ["help"]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -92,7 +99,8 @@ def test_every_train_verb_of_the_grammar_has_its_answer():
         ("launch tiny-transformer --a U02B", ":warning: /train: unrecognized arguments: --a U02B"),
         (
             "reboot",
-            ":warning: /train reboot: unknown; /train takes launch, sweep, status, logs, cancel, diagnose, jobs, help",
+            ":warning: /train reboot: unknown; "
+            "/train takes launch, sweep, status, logs, cancel, diagnose, compare, jobs, help",
         ),
         ("status 'unclosed", ":warning: /train: No closing quotation (close the quote)"),
         ("x" * 4001, ":warning: /train: the text is 4001 characters; at most 4000 are read"),
@@ -118,6 +126,50 @@ def test_jobs_lists_what_was_launched(bot, slack, settings):
     shown = texts(command(bot, slack, "/train", "jobs"))
     assert "*Jobs*, newest first (1)" in shown
     assert "`tiny-transformer-abc123`  *RUNNING*  tiny-transformer on local, by <@U01ALICE>" in shown
+
+
+def test_compare_posts_the_two_runs_in_the_channel_and_their_chart_in_its_thread(bot, slack, settings):
+    store = Store(settings.state_url())
+    store.create_schema()
+    record_two_runs(store, settings.data_dir)
+    reply = command(bot, slack, "/train", "compare tiny-transformer-a tiny-transformer-b")
+    assert texts(reply) == f"Compared {RUN_A} with {RUN_B}: posted in this channel, the step-time chart in its thread."
+    [posted] = slack.wait_for("chat.postMessage")
+    assert posted.params["channel"] == "C0ML"
+    shown = texts(posted.params)
+    assert f"*{RUN_A} (A) against {RUN_B} (B)*" in shown
+    assert "verdict            compute-bound            comm-bound" in shown
+    assert "parameters: 1 differ (strategy ddp -&gt; fsdp); 1 the same" in shown
+    uploading = ("files.getUploadURLExternal", "upload_url", "files.completeUploadExternal")
+    [asked], [uploaded], [completed] = (slack.wait_for(method) for method in uploading)
+    assert asked.params["filename"] == f"compare-{RUN_A}-{RUN_B}.png"
+    assert uploaded.params["content"].startswith(b"\x89PNG\r\n\x1a\n")
+    assert (completed.params["channel_id"], completed.params["thread_ts"]) == ("C0ML", posted.answer["ts"])
+    slack.check_within_limits()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "compare a b --chart c.png",
+            ":warning: /train: in Slack the chart is posted with the comparison; drop --chart",
+        ),
+        (
+            f"compare {RUN_A} {RUN_A}",
+            f":warning: {RUN_A} and {RUN_A} are the same run ({RUN_A}); name two different runs",
+        ),
+        ("compare tiny-transformer-a nosuchjob", ":warning: no job named or starting with 'nosuchjob'"),
+    ],
+)
+def test_a_compare_mistake_is_one_ephemeral_line_and_posts_nothing(bot, slack, settings, text, message):
+    store = Store(settings.state_url())
+    store.create_schema()
+    record_two_runs(store, settings.data_dir)
+    reply = command(bot, slack, "/train", text)
+    assert reply["response_type"] == "ephemeral"
+    assert texts(reply).startswith(message)
+    assert not [call for call in slack.calls if call.method == "chat.postMessage" or call.method.startswith("files.")]
 
 
 def test_status_without_a_ray_head_says_so_and_starts_none(bot, slack, settings):
