@@ -167,6 +167,10 @@ class Settings(BaseSettings):
     def bundle_limits(self) -> Limits:
         return Limits(self.bundle_max_file_mb * MIB, self.bundle_max_total_mb * MIB, self.bundle_deadline_s)
 
+    def runs_dir(self) -> Path:
+        """Where local jobs write their step timings and checkpoints: <data dir>/runs/<job>."""
+        return (self.data_dir / "runs").resolve()
+
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:
             return self.mlflow_tracking_uri

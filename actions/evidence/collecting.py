@@ -120,7 +120,7 @@ def _local(
         # knows nothing of this job, or worse, another job of the same name.
         dashboard_url=find_head(settings) or "",
         session_dir=str(temp_dir(settings) / "session_latest"),
-        run_dir=str((settings.data_dir / "runs" / status.name).resolve()),
+        run_dir=str(settings.runs_dir() / status.name),
     )
     sources: dict[str, Source] = {
         "ray": collect_dashboard,

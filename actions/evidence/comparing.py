@@ -104,7 +104,7 @@ def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, tria
     from diagnosers.comparison import run_pace  # noqa: PLC0415
     from diagnosers.engine import diagnose  # noqa: PLC0415
 
-    folder = _run_folder(settings.data_dir / "runs" / record.name, name, trial)
+    folder = _run_folder(settings.runs_dir() / record.name, name, trial)
     try:
         evidence = load_bundle(folder, limits=settings.bundle_limits())
     except NotABundle:

@@ -44,7 +44,7 @@ class LocalBackend:
         """The arguments of JobSubmissionClient.submit_job, as the dry run shows them."""
         runtime_env = launch.runtime_env()
         # Checkpoints and step timings land under the data directory, beside the state store.
-        storage = str((self._settings.data_dir / "runs").resolve())
+        storage = str(self._settings.runs_dir())
         runtime_env["env_vars"] = {**runtime_env["env_vars"], "TRAINBOT_STORAGE": storage}
         # Only the driver is told its cluster's address: Ray Train's own actors (its placement-group cleaner)
         # look for "the" local cluster and, beside another checkout's head, find two and fail.
