@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from actions.errors import SettingsError
 from diagnosers.collect.target import DCGM_METRICS
 from diagnosers.limits import MIB, Limits
+from diagnosers.scaling import DEFAULT_EFFICIENCY_THRESHOLD
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class Settings(BaseSettings):
     bundle_max_file_mb: int = Field(default=Limits().file_bytes // MIB, ge=1)
     bundle_max_total_mb: int = Field(default=Limits().total_bytes // MIB, ge=1)
     bundle_deadline_s: float = Field(default=Limits().seconds, gt=0)
+    # A scaling study (trainbot scale) points at the first size whose efficiency (speedup over N / N0) is under this.
+    scale_efficiency_threshold: float = Field(default=DEFAULT_EFFICIENCY_THRESHOLD, gt=0, le=1)
 
     # Slack, under the names Bolt gives them (no TRAINBOT_ prefix).
     slack_bot_token: SecretStr = Field(
