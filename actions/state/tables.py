@@ -245,3 +245,26 @@ alert_threads = Table(
     Column("silenced_by", Text),
     Column("silenced_until", UTCDateTime()),
 )
+
+# --- Scaling studies: one template run at several sizes, one job a size (actions/jobs/studies.py).
+
+scale_studies = Table(
+    "scale_studies",
+    metadata,
+    Column("id", String(63), primary_key=True),
+    Column("template", String(63), nullable=False),
+    Column("requester", Text, nullable=False),
+    Column("backend", String(16), nullable=False),
+    Column("params", JSON, nullable=False),
+    # The workers at each size, smallest first, and the job launched at each size so far (same order).
+    Column("sizes", JSON, nullable=False),
+    Column("jobs", JSON, nullable=False),
+    Column("gpus_per_worker", Integer, nullable=False),
+    Column("batch_mode", String(16), nullable=False),
+    Column("steps", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Index("scale_studies_created_at", "created_at"),
+)
