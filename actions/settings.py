@@ -122,6 +122,8 @@ class Settings(BaseSettings):
     bundle_deadline_s: float = Field(default=Limits().seconds, gt=0)
     # A scaling study (trainbot scale) points at the first size whose efficiency (speedup over N / N0) is under this.
     scale_efficiency_threshold: float = Field(default=DEFAULT_EFFICIENCY_THRESHOLD, gt=0, le=1)
+    # A study's point still running after this long is stopped, and the study ends there.
+    scale_point_timeout_s: float = Field(default=3600.0, gt=0)
 
     # Slack, under the names Bolt gives them (no TRAINBOT_ prefix).
     slack_bot_token: SecretStr = Field(

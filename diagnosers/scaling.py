@@ -7,9 +7,10 @@ the study, a comparison and a diagnosis never disagree on a run's samples a seco
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diagnosers.comparison import RunPace
+if TYPE_CHECKING:  # the settings read this module's default: it must not load the rules
+    from diagnosers.comparison import RunPace
 
 DEFAULT_EFFICIENCY_THRESHOLD = 0.8
 

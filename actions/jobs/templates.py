@@ -171,6 +171,15 @@ class SweepDefaults(_Strict):
         return name
 
 
+class StudyParams(_Strict):
+    """How a scaling study (trainbot scale) sizes a template's run: the parameter that is each worker's batch, the one
+    that is its number of steps, and values set for every study (e.g. one epoch, so the steps are all the steps)."""
+
+    batch: Annotated[str, Field(pattern=f"^{PARAM_NAME}$")]
+    steps: Annotated[str, Field(pattern=f"^{PARAM_NAME}$")]
+    fixed: dict[Annotated[str, Field(pattern=f"^{PARAM_NAME}$")], ParamValue] = Field(default_factory=dict)
+
+
 class JobTemplate(_Strict):
     name: Annotated[str, Field(pattern=f"^{TEMPLATE_NAME}$")]
     description: str = ""
@@ -187,6 +196,8 @@ class JobTemplate(_Strict):
     # Who may launch it (names or Slack user ids, the same person either way: see `people:`); empty means everyone.
     allowed: tuple[str, ...] = ()
     sweep: SweepDefaults | None = None
+    # What a scaling study sets; a template without it cannot be studied.
+    study: StudyParams | None = None
     # A team's RayJob manifest: the entrypoint is theirs, and undeclared `key=value` words are
     # accepted (values matching FREE_VALUE) and appended to it as `--key value`.
     from_manifest: bool = False
@@ -195,6 +206,14 @@ class JobTemplate(_Strict):
     def _has_entrypoint(self) -> JobTemplate:
         if not self.entrypoint and not self.from_manifest:
             raise ValueError("a template needs an `entrypoint` (a list of words, e.g. [python, train.py])")
+        return self
+
+    @model_validator(mode="after")
+    def _study_names_params(self) -> JobTemplate:
+        if self.study is not None:
+            named = {self.study.batch, self.study.steps, *self.study.fixed}
+            if unknown := sorted(named - set(self.params)):
+                raise ValueError(f"study names parameters the template does not declare: {', '.join(unknown)}")
         return self
 
     @field_validator("params")
@@ -290,6 +309,7 @@ TINY_TRANSFORMER = JobTemplate(
     sweep=SweepDefaults(
         trainable="workloads.tiny_transformer:tune_trial", metric="val_loss", metrics=("train_loss",), mode="min"
     ),
+    study=StudyParams(batch="batch_size", steps="steps_per_epoch", fixed={"epochs": 1}),
 )
 
 BUILT_IN: dict[str, JobTemplate] = {TINY_TRANSFORMER.name: TINY_TRANSFORMER}

@@ -1,0 +1,169 @@
+"""The scaling study's driver: its plan (sizes, batch per worker or divided, steps past the warm-up, refusals), and
+its run, point after point, over a scripted backend whose jobs write step files as the workload's StepTimer does
+(the real local head runs a study in tests/integration/test_scale_study.py)."""
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from actions.errors import BadRequest
+from actions.jobs.job import JobState, JobStatus, Launch
+from actions.jobs.scaling import ScaleRequest, plan_study, run_study, total_steps
+from actions.jobs.service import Jobs
+from actions.jobs.studies import StudyStatus, StudyStore
+from actions.settings import Settings
+from tests.builders.job_records import open_store
+from tests.builders.step_files import write_steps
+
+
+def request(*sizes: int, words: tuple[str, ...] = ("batch_size=32",), **asked) -> ScaleRequest:
+    return ScaleRequest(template="tiny-transformer", params=words, requester="alice", sizes=sizes, **asked)
+
+
+def test_per_worker_batch_keeps_each_workers_batch_and_global_divides_it(tmp_path):
+    settings = Settings(data_dir=tmp_path)
+    weak = plan_study(settings, request(4, 1, 2))
+    assert [(launch.workers, launch.params["batch_size"]) for launch in weak.launches] == [(1, 32), (2, 32), (4, 32)]
+    strong = plan_study(settings, request(1, 2, 4, batch_mode="global"))
+    assert [(launch.workers, launch.params["batch_size"]) for launch in strong.launches] == [(1, 32), (2, 16), (4, 8)]
+    assert strong.params["batch_size"] == 32  # the study keeps the global batch it was asked for
+
+
+def test_each_point_runs_its_measured_steps_after_a_tenth_of_warm_up_in_one_epoch(tmp_path):
+    plan = plan_study(Settings(data_dir=tmp_path), request(1, 2, steps=45))
+    point = plan.launches[0]
+    assert point.params["steps_per_epoch"] == total_steps(45) == 50 and point.params["epochs"] == 1
+    assert point.argv[point.argv.index("--steps_per_epoch") + 1] == "50"
+    assert point.argv[-4:] == ["--num-workers", "1", "--gpus-per-worker", "0"]
+    # The rules leave out int(50 * 0.1) = 5 steps: 45 are measured.
+    assert total_steps(45) - int(total_steps(45) * 0.1) == 45
+    assert all(total_steps(n) - int(total_steps(n) * 0.1) >= n for n in range(1, 500))
+
+
+@pytest.mark.parametrize(
+    ("asked", "says"),
+    [
+        (request(1, 3, batch_mode="global"), "batch_size=32 does not divide over 3 workers"),
+        (request(2, 2), "give 2 to 8 sizes"),
+        (request(1, 2, words=("batch_size=32", "steps_per_epoch=10")), "steps_per_epoch is set by --steps"),
+        (request(1, 2, words=("epochs=3",)), "a study runs with epochs=1; drop epochs=3"),
+        (request(1, 2, steps=0), "--steps 0: choose 1 to"),
+        (request(1, 65), "--workers 65: template tiny-transformer allows 1 to 64"),
+        (request(1, 2, words=("batch_size=4096",), batch_mode="per-worker", steps=200_000), "--steps 200000"),
+    ],
+)
+def test_what_a_person_can_get_wrong_is_refused_before_anything_runs(tmp_path, asked, says):
+    with pytest.raises(BadRequest, match=says):
+        plan_study(Settings(data_dir=tmp_path), asked)
+
+
+def test_a_template_without_study_parameters_cannot_be_studied(tmp_path):
+    settings = Settings(data_dir=tmp_path, templates={"plain": {"entrypoint": ["python", "train.py"]}})
+    with pytest.raises(BadRequest, match="template plain declares no `study`"):
+        plan_study(settings, ScaleRequest(template="plain", params=(), requester="alice", sizes=(1, 2)))
+
+
+@dataclass
+class ScriptedBackend:
+    """A backend whose jobs end at once in the state scripted for their size, having written 20 steps a rank
+    (data_dir/runs/<job>/steps, as the local backend's workloads do); RUNNING forever where told."""
+
+    settings: Settings
+    ends: dict[int, JobState]
+    comm_s: dict[int, float] = field(default_factory=dict)
+    silent: set[int] = field(default_factory=set)  # sizes whose jobs write no step timings
+    name: str = "local"
+    launched: list[Launch] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+
+    def submit(self, launch: Launch) -> JobStatus:
+        self.launched.append(launch)
+        if self.ends[launch.workers] != JobState.PENDING and launch.workers not in self.silent:
+            write_steps(
+                self.settings.data_dir / "runs" / launch.name,
+                ranks=launch.workers,
+                step_s=0.1 + self.comm_s.get(launch.workers, 0.0),
+                comm_s=self.comm_s.get(launch.workers, 0.0),
+                samples=int(launch.params["batch_size"]),
+            )
+        return JobStatus(launch.name, JobState.PENDING)
+
+    def status(self, name: str) -> JobStatus:
+        launch = next(launch for launch in self.launched if launch.name == name)
+        if name in self.cancelled:
+            return JobStatus(name, JobState.STOPPED, message="stopped")
+        state = self.ends[launch.workers]
+        return JobStatus(name, state, message="worker died" if state == JobState.FAILED else "")
+
+    def cancel(self, name: str, suspend: bool = False) -> JobStatus:
+        self.cancelled.append(name)
+        return self.status(name)
+
+
+@pytest.fixture
+def settings(tmp_path, state_store_url):
+    return Settings(data_dir=tmp_path, state_store_url=state_store_url)
+
+
+def study_run(settings: Settings, backend: ScriptedBackend, asked: ScaleRequest):
+    store, studies = open_store(settings.state_url()), StudyStore(settings.state_url())
+    seen: list[tuple[int, int, JobState]] = []
+    jobs = Jobs(settings, store=store, backends={"local": backend})
+    result = run_study(
+        settings, jobs, studies, plan_study(settings, asked),
+        watcher=lambda index, points, status: seen.append((index, points, status.state)), poll_s=0.01,
+    )  # fmt: skip
+    return result, studies.get(result.study.id), seen
+
+
+def test_a_study_runs_each_size_in_turn_and_sets_them_in_a_table(settings):
+    backend = ScriptedBackend(settings, dict.fromkeys((1, 2), JobState.SUCCEEDED), comm_s={2: 0.05})
+    result, stored, seen = study_run(settings, backend, request(1, 2, batch_mode="global"))
+    assert stored.status is StudyStatus.SUCCEEDED and stored.reason == ""
+    assert stored.jobs == tuple(launch.name for launch in backend.launched)
+    assert stored.sizes == (1, 2) and stored.batch_mode == "global"
+    assert seen == [(0, 2, JobState.SUCCEEDED), (1, 2, JobState.SUCCEEDED)]
+    one, two = result.table.rows
+    assert one.samples_per_s == pytest.approx(320)
+    assert two.samples_per_s == pytest.approx(16 / 0.15 + 16 / 0.151)  # half the batch a worker, slower steps
+    assert two.efficiency is not None and two.efficiency < 0.8
+    assert result.table.first_below == 2
+    assert two.comm_share == pytest.approx(0.1 / 0.301)
+
+
+def test_a_failing_point_ends_the_study_with_what_was_measured(settings):
+    ends = {1: JobState.SUCCEEDED, 2: JobState.FAILED, 4: JobState.SUCCEEDED}
+    backend = ScriptedBackend(settings, ends)
+    result, stored, _ = study_run(settings, backend, request(1, 2, 4))
+    assert [launch.workers for launch in backend.launched] == [1, 2]  # 4 never launched
+    assert stored.status is StudyStatus.FAILED
+    assert stored.reason == f"the 2-worker point ({stored.jobs[1]}) ended FAILED: worker died"
+    assert [row.workers for row in result.table.rows] == [1, 2]
+    assert all(row.measured for row in result.table.rows)  # the failed point's steps still count
+
+
+def test_a_point_that_wrote_no_steps_ends_the_study(settings):
+    backend = ScriptedBackend(settings, dict.fromkeys((1, 2, 4), JobState.SUCCEEDED), silent={2})
+    result, stored, _ = study_run(settings, backend, request(1, 2, 4))
+    assert [launch.workers for launch in backend.launched] == [1, 2]
+    assert stored.reason == f"the 2-worker point ({stored.jobs[1]}) wrote no step timings to measure"
+    assert [row.measured for row in result.table.rows] == [True, False]
+
+
+def test_a_point_still_running_at_the_point_timeout_is_stopped_and_ends_the_study(settings):
+    settings = settings.model_copy(update={"scale_point_timeout_s": 0.05})
+    backend = ScriptedBackend(settings, {1: JobState.SUCCEEDED, 2: JobState.PENDING})
+    result, stored, seen = study_run(settings, backend, request(1, 2))
+    # The 2-worker point never started: it was stopped at the point timeout, and nothing was measured.
+    assert backend.cancelled == [stored.jobs[1]]
+    assert stored.status is StudyStatus.FAILED
+    assert "ended STOPPED: ran past 0.05 s (TRAINBOT_SCALE_POINT_TIMEOUT_S)" in stored.reason
+    assert seen[-2:] == [(1, 2, JobState.PENDING), (1, 2, JobState.STOPPED)]
+    assert [row.measured for row in result.table.rows] == [True, False]
+
+
+def test_a_configured_study_must_name_the_templates_own_parameters(tmp_path):
+    body = {"entrypoint": ["python", "train.py"], "params": {"bs": {"type": "int", "default": 8}}}
+    settings = Settings(data_dir=tmp_path, templates={"mine": {**body, "study": {"batch": "bs", "steps": "iters"}}})
+    with pytest.raises(BadRequest, match="study names parameters the template does not declare: iters"):
+        plan_study(settings, ScaleRequest(template="mine", params=(), requester="alice", sizes=(1, 2)))
