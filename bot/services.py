@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from actions.alerts.threads import AlertThreads
     from actions.evidence.bundle_shelf import BundleShelf
     from actions.jobs.service import Jobs
+    from actions.jobs.studies import StudyStore
     from actions.people import People
     from actions.promotions.service import Promotions
     from actions.settings import Settings
@@ -88,6 +89,15 @@ class Services:
         from actions.jobs.service import Jobs  # noqa: PLC0415 - SQLAlchemy loads here
 
         return Jobs(self.settings, people=self.people)
+
+    @_BuiltOnce
+    def studies(self) -> StudyStore:
+        """The scaling studies, each with the job of each of its sizes."""
+        from actions.jobs.studies import StudyStore  # noqa: PLC0415 - SQLAlchemy loads here
+
+        studies = StudyStore(self.settings.state_url())
+        studies.create_schema()
+        return studies
 
     @_BuiltOnce
     def alert_threads(self) -> AlertThreads:

@@ -62,6 +62,7 @@ def build_parser(only_diagnose: bool = False) -> argparse.ArgumentParser:
     from bot.commands.db import add_db_commands  # noqa: PLC0415
     from bot.commands.jobs import add_job_commands  # noqa: PLC0415
     from bot.commands.models import add_model_commands  # noqa: PLC0415
+    from bot.commands.scale import add_scale_commands  # noqa: PLC0415
 
     add_data_dir_commands(commands)
     serve = commands.add_parser("serve", help="serve trainbot's HTTP endpoints (Slack, MLflow webhooks, /healthz)")
@@ -91,6 +92,7 @@ def build_parser(only_diagnose: bool = False) -> argparse.ArgumentParser:
     console.add_argument("--script", type=Path, metavar="FILE", help="run these lines, echoed, then leave")
     console.set_defaults(handler=_console)
     add_job_commands(commands)
+    add_scale_commands(commands)
     add_model_commands(commands)
     add_db_commands(commands)
     return parser

@@ -18,6 +18,8 @@ from diagnosers.rules.measures import SM_ACTIVE, UTILISATION_METRICS, StepPhases
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from diagnosers.scaling import ScaleTable
+
 # SM activity says how much of the GPU computes; utilisation only that some kernel ran (NCCL's count too).
 ACTIVITY_SCALES: dict[str, float] = {SM_ACTIVE: 1.0, **dict(UTILISATION_METRICS)}
 WIDTH_IN, PANEL_HEIGHT_IN, DPI = 9.0, 3.4, 100
@@ -111,6 +113,39 @@ def comparison_chart(runs: list[tuple[str, dict[int, list[StepRecord]]]]) -> byt
     axes.set_ylabel("ms per step")
     axes.grid(alpha=0.3)
     _legend_beside(axes)
+    png = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(png)
+    return png.getvalue()
+
+
+def scale_chart(table: ScaleTable) -> bytes:
+    """A PNG of a scaling study: samples a second against workers with the ideal (linear from the smallest
+    measured size), and efficiency against workers with the threshold; only measured sizes are drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - heavy, and only for charts
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    rows = [row for row in table.rows if row.samples_per_s is not None and row.efficiency is not None]
+    figure = Figure(figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 2), dpi=DPI, layout="constrained")
+    pace, efficiency = figure.subplots(2, 1)
+    workers = [row.workers for row in rows]
+    if rows:
+        base = rows[0]
+        ideal = [base.samples_per_s * row.workers / base.workers for row in rows]  # type: ignore[operator]
+        pace.plot(workers, ideal, color="grey", linestyle="--", label="ideal")
+        pace.plot(workers, [row.samples_per_s for row in rows], color=RUN_COLOURS[0], marker="o", label="measured")
+        efficiency.plot(workers, [1.0] * len(rows), color="grey", linestyle="--", label="ideal")
+        efficiency.plot(workers, [row.efficiency for row in rows], color=RUN_COLOURS[0], marker="o", label="measured")
+    efficiency.axhline(table.threshold, color=RUN_COLOURS[1], linewidth=1, label=f"threshold {table.threshold:g}")
+    pace.set_title("Throughput against workers", fontsize=10)
+    pace.set_ylabel("samples / s")
+    efficiency.set_title("Efficiency (speedup over N / N0) against workers", fontsize=10)
+    efficiency.set_ylabel("efficiency")
+    efficiency.set_ylim(0, 1.1)
+    for axes in (pace, efficiency):
+        axes.set_xlabel("workers")
+        axes.set_xticks(workers)
+        axes.grid(alpha=0.3)
+        _legend_beside(axes)
     png = io.BytesIO()
     FigureCanvasAgg(figure).print_png(png)
     return png.getvalue()

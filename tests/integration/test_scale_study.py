@@ -1,0 +1,37 @@
+"""`trainbot scale` on the local head: a 1,2-worker study of tiny-transformer, each point measured, and its chart."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from PIL import Image
+
+from bot.render.charts import DPI, PANEL_HEIGHT_IN, WIDTH_IN
+from tests.integration.cli import trainbot
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_one_and_two_worker_study_measures_both_points(ray_env, tmp_path):
+    chart = tmp_path / "scale.png"
+    study = trainbot(
+        ray_env, "scale", "tiny-transformer", "batch_size=16", "--workers", "1,2", "--steps", "9",
+        "--chart", str(chart), "-o", "json",
+    )  # fmt: skip
+    result = json.loads(study.stdout)
+    assert result["study"]["status"] == "succeeded", result["study"]["reason"]
+    assert len(result["study"]["jobs"]) == 2
+    one, two = result["table"]["rows"]
+    assert (one["workers"], two["workers"]) == (1, 2)
+    for row in (one, two):
+        assert row["samples_per_s"] > 0 and row["mean_step_s"] > 0
+        assert row["data_share"] + row["compute_share"] + row["comm_share"] == pytest.approx(1)
+        assert row["per_worker_batch"] == 16
+    assert one["speedup"] == pytest.approx(1) and two["efficiency"] == pytest.approx(two["speedup"] / 2)
+    assert two["comm_share"] > 0  # two ranks all-reduce their gradients; one does not
+    for job in result["study"]["jobs"]:  # each point ran its 10 steps (one of warm-up) in one epoch
+        status = json.loads(trainbot(ray_env, "status", job, "-o", "json").stdout)
+        assert status["state"] == "SUCCEEDED"
+    assert Image.open(io.BytesIO(chart.read_bytes())).size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * 2 * DPI)
