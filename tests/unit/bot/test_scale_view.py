@@ -1,7 +1,10 @@
 """A scaling study shown: its text table (a row a size, where efficiency fell, how the comm share grew) and its
 chart (throughput and efficiency against workers, drawn by the real matplotlib)."""
 
+import io
 from datetime import UTC, datetime
+
+from PIL import Image
 
 from actions.jobs.scaling import StudyResult
 from actions.jobs.studies import Study, StudyStatus
@@ -11,7 +14,6 @@ from diagnosers.bundle import load_bundle
 from diagnosers.comparison import run_pace
 from diagnosers.scaling import ScalePoint, scale_table
 from tests.builders.step_files import write_steps
-from tests.unit.bot.test_charts import image
 
 AT = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
 
@@ -47,7 +49,9 @@ def test_the_table_has_a_row_a_size_and_says_where_efficiency_fell_and_how_comm_
 
 
 def test_the_chart_draws_throughput_and_efficiency_in_two_panels(tmp_path):
-    picture = image(scale_chart(result_of(tmp_path).table))
+    png = scale_chart(result_of(tmp_path).table)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    picture = Image.open(io.BytesIO(png)).convert("RGB")
     assert picture.size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * 2 * DPI)
     drawn = {colour for _, colour in picture.getcolors(maxcolors=1 << 20)}
     # The measured line and the threshold line, each in its colour.
