@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -24,44 +24,6 @@ class StudyStatus(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Study:
-    """A scaling study: what was asked for, the job launched at each size so far (in `sizes` order), its status."""
-
-    id: str
-    template: str
-    requester: str
-    backend: str
-    params: dict[str, Any]
-    sizes: tuple[int, ...]
-    jobs: tuple[str, ...]
-    gpus_per_worker: int
-    batch_mode: BatchMode
-    steps: int
-    status: StudyStatus
-    reason: str  # why it ended, where it failed
-    created_at: datetime
-    updated_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "template": self.template,
-            "requester": self.requester,
-            "backend": self.backend,
-            "params": self.params,
-            "sizes": list(self.sizes),
-            "jobs": list(self.jobs),
-            "gpus_per_worker": self.gpus_per_worker,
-            "batch_mode": self.batch_mode,
-            "steps": self.steps,
-            "status": self.status.value,
-            "reason": self.reason,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-        }
-
-
-@dataclass(frozen=True)
 class NewStudy:
     """A study as asked for, before any of its jobs runs."""
 
@@ -70,10 +32,32 @@ class NewStudy:
     requester: str
     backend: str
     params: dict[str, Any]
-    sizes: tuple[int, ...]
+    sizes: tuple[int, ...]  # workers at each size, smallest first
     gpus_per_worker: int
     batch_mode: BatchMode
     steps: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Study(NewStudy):
+    """A scaling study as stored: what was asked for, the job launched at each size so far (in `sizes` order),
+    its status."""
+
+    jobs: tuple[str, ...]
+    status: StudyStatus
+    reason: str  # why it ended, where it failed
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "sizes": list(self.sizes),
+            "jobs": list(self.jobs),
+            "status": self.status.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
 
 
 class StudyStore(Database):
@@ -83,16 +67,9 @@ class StudyStore(Database):
         """The new study, running with no job yet; Conflict if its id is taken."""
         now = datetime.now(UTC)
         row = {
-            "id": study.id,
-            "template": study.template,
-            "requester": study.requester,
-            "backend": study.backend,
-            "params": study.params,
+            **asdict(study),
             "sizes": list(study.sizes),
             "jobs": [],
-            "gpus_per_worker": study.gpus_per_worker,
-            "batch_mode": study.batch_mode,
-            "steps": study.steps,
             "status": StudyStatus.RUNNING.value,
             "reason": "",
             "created_at": now,
@@ -129,18 +106,11 @@ def _read(conn: Connection, study_id: str) -> Study:
     if row is None:
         raise NotFound(f"no scaling study is named {study_id}")
     return Study(
-        id=row["id"],
-        template=row["template"],
-        requester=row["requester"],
-        backend=row["backend"],
-        params=dict(row["params"]),
-        sizes=tuple(row["sizes"]),
-        jobs=tuple(row["jobs"]),
-        gpus_per_worker=row["gpus_per_worker"],
-        batch_mode=row["batch_mode"],
-        steps=row["steps"],
-        status=StudyStatus(row["status"]),
-        reason=row["reason"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        **{
+            **row,
+            "params": dict(row["params"]),
+            "sizes": tuple(row["sizes"]),
+            "jobs": tuple(row["jobs"]),
+            "status": StudyStatus(row["status"]),
+        }
     )
