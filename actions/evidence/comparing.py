@@ -118,7 +118,7 @@ def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, tria
         raise NotFound(f"{name} wrote no step timings ({folder / 'steps'} has none): compare runs that trained a while")
     # A sweep's live evidence holds its slowest trial's steps, not necessarily this trial's.
     diagnosis, verdict_from = (
-        (diagnose(evidence), STEPS_ALONE) if trial else _verdict_of(settings, jobs, record.name, evidence)
+        (diagnose(evidence), STEPS_ALONE) if trial else verdict_of(settings, jobs, record.name, evidence)
     )
     metrics, params = _trial_tracking(settings, record, trial) if trial else ({}, dict(record.params))
     return ComparedRun(
@@ -136,7 +136,7 @@ def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, tria
     )
 
 
-def _verdict_of(settings: Settings, jobs: Jobs, job: str, steps: Evidence) -> tuple[Diagnosis, str]:
+def verdict_of(settings: Settings, jobs: Jobs, job: str, steps: Evidence) -> tuple[Diagnosis, str]:
     """The job's diagnosis from its live evidence and where it came from; where the live evidence cannot be
     collected (its head is gone), the diagnosis of its step timings alone, saying why."""
     from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415

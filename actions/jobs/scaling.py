@@ -69,9 +69,10 @@ class StudyResult:
     study: Study
     points: tuple[ScalePoint, ...]
     table: ScaleTable
+    ended_at: int | None = None  # the index (in sizes) of the point that ended a failed study
 
     def to_dict(self) -> dict[str, Any]:
-        return {"study": self.study.to_dict(), "table": self.table.to_dict()}
+        return {"study": self.study.to_dict(), "table": self.table.to_dict(), "ended_at": self.ended_at}
 
 
 # Told each status a point's job is seen in: (the point's index, the study's number of points, its status).
@@ -194,7 +195,8 @@ def run_study(
             failure = f"the {launch.workers}-worker point ({status.name}) wrote no step timings to measure"
             break
     ended = studies.finish(study.id, StudyStatus.FAILED if failure else StudyStatus.SUCCEEDED, failure)
-    return StudyResult(ended, tuple(points), scale_table(points, settings.scale_efficiency_threshold))
+    table = scale_table(points, settings.scale_efficiency_threshold)
+    return StudyResult(ended, tuple(points), table, ended_at=index if failure else None)
 
 
 def _run_point(

@@ -52,6 +52,7 @@ def _scale_arguments(scale: argparse.ArgumentParser) -> None:
 
 
 def _scale(args: argparse.Namespace) -> int:
+    from actions.evidence.studying import explain_study  # noqa: PLC0415 - the rules load on first use
     from actions.jobs.scaling import ScaleRequest, plan_study, run_study  # noqa: PLC0415
     from actions.settings import load_settings  # noqa: PLC0415
     from bot.render.charts import scale_chart  # noqa: PLC0415
@@ -81,12 +82,15 @@ def _scale(args: argparse.Namespace) -> int:
             )
 
         result = run_study(services.settings, services.jobs, services.studies, plan, show)
+        line.show(f"{plan.id}: diagnosing the point where the curve bends")
+        explained = explain_study(services.settings, services.jobs, result)
     if chart is not None:
         try:
             chart.write_bytes(scale_chart(result.table))
         except OSError as error:
             raise BadRequest(f"--chart {chart}: cannot write it ({error.strerror})") from None
-    print_document(result.to_dict(), args.output, text=study_text(result))
+    document = {**result.to_dict(), "diagnosis": explained.to_dict() if explained else None}
+    print_document(document, args.output, text=study_text(result, explained))
     return 0 if result.study.status.value == "succeeded" else 1
 
 

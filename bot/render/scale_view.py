@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.render.report import render_text
+
 if TYPE_CHECKING:
+    from actions.evidence.studying import PointDiagnosis
     from actions.jobs.scaling import StudyResult
     from diagnosers.scaling import ScaleRow
 
 HEADER = ("workers", "GPUs", "batch/worker", "samples/s", "speedup", "efficiency", "data/compute/comm", "job")
 
 
-def study_text(result: StudyResult) -> str:
-    """The study's headline, its table (a row a size launched), and where efficiency fell under the threshold."""
+def study_text(result: StudyResult, explained: PointDiagnosis | None = None) -> str:
+    """The study's headline, its table (a row a size launched), where efficiency fell under the threshold, and the
+    diagnosis of the point that explains the curve (where there is one)."""
     study, table = result.study, result.table
     lines = [
         f"{study.id}: {study.template} at {', '.join(map(str, study.sizes))} workers, "
@@ -31,6 +35,13 @@ def study_text(result: StudyResult) -> str:
     if table.comm_growth is not None:
         shares = ", ".join(f"{_percent(row.comm_share)} at {row.workers}" for row in table.rows if row.measured)
         lines.append(f"comm share of the step: {shares} ({table.comm_growth * 100:+.0f} points)")
+    if explained is not None:
+        lines += [
+            "",
+            f"the {explained.workers}-worker point ({explained.job}), because {explained.why} "
+            f"(diagnosed from {explained.verdict_from}):",
+            render_text(explained.diagnosis),
+        ]
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from actions.errors import BadRequest
+from actions.evidence.studying import point_to_explain
 from actions.jobs.job import JobState, JobStatus, Launch
 from actions.jobs.scaling import ScaleRequest, plan_study, run_study, total_steps
 from actions.jobs.service import Jobs
@@ -167,3 +168,15 @@ def test_a_configured_study_must_name_the_templates_own_parameters(tmp_path):
     settings = Settings(data_dir=tmp_path, templates={"mine": {**body, "study": {"batch": "bs", "steps": "iters"}}})
     with pytest.raises(BadRequest, match="study names parameters the template does not declare: iters"):
         plan_study(settings, ScaleRequest(template="mine", params=(), requester="alice", sizes=(1, 2)))
+
+
+def test_the_point_diagnosed_is_the_one_that_ended_the_study_else_the_first_under_the_threshold(settings):
+    failed, _, _ = study_run(settings, ScriptedBackend(settings, {1: JobState.SUCCEEDED, 2: JobState.FAILED}),
+                             request(1, 2, 4))  # fmt: skip
+    assert point_to_explain(failed) == (1, "it ended the study")
+    bent, _, _ = study_run(settings, ScriptedBackend(settings, dict.fromkeys((1, 2), JobState.SUCCEEDED),
+                           comm_s={2: 0.05}), request(1, 2, batch_mode="global"))  # fmt: skip
+    assert point_to_explain(bent) == (1, f"its efficiency {bent.table.rows[1].efficiency:.2f} is under 0.8")
+    kept_up, _, _ = study_run(settings, ScriptedBackend(settings, dict.fromkeys((1, 2), JobState.SUCCEEDED)),
+                              request(1, 2))  # fmt: skip
+    assert kept_up.table.first_below is None and point_to_explain(kept_up) is None

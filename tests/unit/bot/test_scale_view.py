@@ -6,12 +6,14 @@ from datetime import UTC, datetime
 
 from PIL import Image
 
+from actions.evidence.studying import PointDiagnosis
 from actions.jobs.scaling import StudyResult
 from actions.jobs.studies import Study, StudyStatus
 from bot.render.charts import DPI, PANEL_HEIGHT_IN, RUN_COLOURS, WIDTH_IN, scale_chart
 from bot.render.scale_view import study_text
 from diagnosers.bundle import load_bundle
 from diagnosers.comparison import run_pace
+from diagnosers.engine import diagnose
 from diagnosers.scaling import ScalePoint, scale_table
 from tests.builders.step_files import write_steps
 
@@ -56,3 +58,12 @@ def test_the_chart_draws_throughput_and_efficiency_in_two_panels(tmp_path):
     drawn = {colour for _, colour in picture.getcolors(maxcolors=1 << 20)}
     # The measured line and the threshold line, each in its colour.
     assert {tuple(bytes.fromhex(colour.removeprefix("#"))) for colour in RUN_COLOURS} <= drawn
+
+
+def test_the_point_that_explains_the_curve_is_shown_with_its_diagnosis(tmp_path):
+    result = result_of(tmp_path)
+    diagnosis = diagnose(load_bundle(tmp_path / "2"))
+    explained = PointDiagnosis("tt-two", 2, "its efficiency 0.45 is under 0.8", diagnosis, "live evidence")
+    text = study_text(result, explained)
+    assert "\nthe 2-worker point (tt-two), because its efficiency 0.45 is under 0.8 (diagnosed from live evidence):\n" \
+        f"verdict: {diagnosis.verdict}\n" in text  # fmt: skip
