@@ -23,6 +23,7 @@ MANAGER = "trainbot"
 TEMPLATE_LABEL = "trainbot.dev/template"
 REQUESTER_LABEL = "trainbot.dev/requester"
 KIND_LABEL = "trainbot.dev/kind"
+STUDY_LABEL = "trainbot.dev/study"
 
 
 class JobState(StrEnum):
@@ -85,6 +86,8 @@ class Launch:
     # A team's own RayJob (from --manifest): its spec is kept and only our fields are set on it;
     # then `argv` holds only the words appended to its entrypoint.
     manifest: dict[str, Any] | None = None
+    # The scaling study this launch is a point of (actions/jobs/scaling.py); empty for a plain launch.
+    study: str = ""
 
     @property
     def entrypoint(self) -> str:
@@ -105,6 +108,7 @@ class Launch:
             TEMPLATE_LABEL: self.template.name,
             REQUESTER_LABEL: label_value(self.requester),
             KIND_LABEL: self.kind,
+            **({STUDY_LABEL: self.study} if self.study else {}),
         }
 
     def runtime_env(self) -> dict[str, Any]:

@@ -108,9 +108,12 @@ def plan_study(settings: Settings, request: ScaleRequest, people: People | None 
     batch = params.get(template.study.batch)
     if not isinstance(batch, int):
         raise BadRequest(f"give the batch: {template.study.batch}=N")
-    launches = tuple(_point(template, params, batch, workers, request, requester) for workers in sizes)
+    study = new_job_name(f"{template.name}-scale")
+    launches = tuple(
+        replace(_point(template, params, batch, workers, request, requester), study=study) for workers in sizes
+    )
     return StudyPlan(
-        id=new_job_name(f"{template.name}-scale"),
+        id=study,
         template=template,
         requester=requester,
         params=params,

@@ -8,13 +8,15 @@ import pytest
 
 from actions.errors import BadRequest
 from actions.evidence.studying import point_to_explain
-from actions.jobs.job import JobState, JobStatus, Launch
+from actions.jobs.backends.rayjob import build_rayjob
+from actions.jobs.job import STUDY_LABEL, JobState, JobStatus, Launch
 from actions.jobs.scaling import ScaleRequest, plan_study, run_study, total_steps
 from actions.jobs.service import Jobs
 from actions.jobs.studies import StudyStatus, StudyStore
 from actions.settings import Settings
 from tests.builders.job_records import open_store
 from tests.builders.step_files import write_steps
+from tests.standins.crd_schema import RAYJOB, problems, require_crd
 
 
 def request(*sizes: int, words: tuple[str, ...] = ("batch_size=32",), **asked) -> ScaleRequest:
@@ -180,3 +182,14 @@ def test_the_point_diagnosed_is_the_one_that_ended_the_study_else_the_first_unde
     kept_up, _, _ = study_run(settings, ScriptedBackend(settings, dict.fromkeys((1, 2), JobState.SUCCEEDED)),
                               request(1, 2))  # fmt: skip
     assert kept_up.table.first_below is None and point_to_explain(kept_up) is None
+
+
+def test_a_studys_rayjobs_are_one_a_size_labelled_with_the_study_and_valid_for_kuberay(tmp_path):
+    crd = require_crd(RAYJOB)
+    plan = plan_study(Settings(data_dir=tmp_path), request(1, 2, 4, gpus_per_worker=1, backend="kuberay"))
+    rayjobs = [build_rayjob(launch, Settings(data_dir=tmp_path)) for launch in plan.launches]
+    assert [rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] for rayjob in rayjobs] == [1, 2, 4]
+    assert len({rayjob["metadata"]["name"] for rayjob in rayjobs}) == 3
+    for rayjob in rayjobs:
+        assert rayjob["metadata"]["labels"][STUDY_LABEL] == plan.id
+        assert [str(problem) for problem in problems(crd, rayjob)] == []
