@@ -64,6 +64,7 @@ bench: install services
 	$(PYTHON) bench/sweep_overhead.py
 	$(PYTHON) -m bench.collect_scale
 	$(PYTHON) -m bench.ack_latency
+	$(PYTHON) -m bench.scale_overhead
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
