@@ -48,7 +48,7 @@ def explain_study(settings: Settings, jobs: Jobs, result: StudyResult) -> PointD
     index, why = chosen
     job = result.study.jobs[index]
     try:
-        steps = load_bundle(settings.data_dir / "runs" / job, limits=settings.bundle_limits())
+        steps = load_bundle(settings.runs_dir() / job, limits=settings.bundle_limits())
     except NotABundle:
         steps = Evidence()
     diagnosis, verdict_from = verdict_of(settings, jobs, job, steps)

@@ -239,7 +239,7 @@ def _measured(settings: Settings, launch: Launch, job: str) -> ScalePoint:
     assert launch.template.study is not None
     batch = launch.params[launch.template.study.batch]
     try:
-        evidence = load_bundle(settings.data_dir / "runs" / job, limits=settings.bundle_limits())
+        evidence = load_bundle(settings.runs_dir() / job, limits=settings.bundle_limits())
     except NotABundle:
         pace = None
     else:

@@ -15,6 +15,7 @@ from bot.render.progress import progress_line, wants_progress
 
 if TYPE_CHECKING:
     from actions.jobs.job import JobStatus
+    from actions.jobs.scaling import ScaleRequest
 
 
 def add_scale_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -51,9 +52,25 @@ def _scale_arguments(scale: argparse.ArgumentParser) -> None:
     add_output_option(scale)
 
 
+def scale_request(args: argparse.Namespace, requester: str) -> ScaleRequest:
+    """The study the parsed words ask for (the CLI's and /train scale's: one grammar)."""
+    from actions.jobs.scaling import ScaleRequest  # noqa: PLC0415
+
+    return ScaleRequest(
+        template=args.words[0],
+        params=tuple(args.words[1:]),
+        requester=requester,
+        sizes=args.workers,
+        gpus_per_worker=args.gpus,
+        batch_mode=args.batch,
+        steps=args.steps,
+        backend=args.backend,
+    )
+
+
 def _scale(args: argparse.Namespace) -> int:
     from actions.evidence.studying import explain_study  # noqa: PLC0415 - the rules load on first use
-    from actions.jobs.scaling import ScaleRequest, plan_study, run_study  # noqa: PLC0415
+    from actions.jobs.scaling import plan_study, run_study  # noqa: PLC0415
     from actions.settings import load_settings  # noqa: PLC0415
     from bot.render.charts import scale_chart  # noqa: PLC0415
     from bot.render.scale_view import study_text  # noqa: PLC0415
@@ -63,16 +80,7 @@ def _scale(args: argparse.Namespace) -> int:
     if chart is not None and (chart.is_dir() or not chart.parent.is_dir()):
         raise BadRequest(f"--chart {chart}: give a file name in a folder that exists")
     services = Services(load_settings())
-    request = ScaleRequest(
-        template=args.words[0],
-        params=tuple(args.words[1:]),
-        requester=args.requester or getpass.getuser(),
-        sizes=args.workers,
-        gpus_per_worker=args.gpus,
-        batch_mode=args.batch,
-        steps=args.steps,
-        backend=args.backend,
-    )
+    request = scale_request(args, args.requester or getpass.getuser())
     plan = plan_study(services.settings, request, services.people)
     with progress_line(wants_progress(args.output), f"{plan.id}: starting") as line:
 
