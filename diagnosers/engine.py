@@ -7,6 +7,7 @@ when neither metrics nor step timings say where the time goes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,12 +90,16 @@ class Diagnosis:
         }
 
 
-def diagnose_path(path: Path, limits: Limits | None = None) -> Diagnosis:
-    return diagnose(load_bundle(path, limits=limits, metrics=METRICS_READ))
+def diagnose_path(path: Path, limits: Limits | None = None, beyond: Sequence[Finding] = ()) -> Diagnosis:
+    return diagnose(load_bundle(path, limits=limits, metrics=METRICS_READ), beyond=beyond)
 
 
-def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
+def diagnose(evidence: Evidence, rules: tuple[Rule, ...] = RULES, beyond: Sequence[Finding] = ()) -> Diagnosis:
+    """The bundle's diagnosis. `beyond` are findings made from more than this bundle (a scaling study's, across
+    its sizes): they are ranked with the rules' own, and one of them replaces the rules' finding of its id."""
     found_by_rules = [found for rule in rules for found in _run(rule, evidence)]
+    replaced = {found.id for found in beyond}
+    found_by_rules = [*beyond, *(found for found in found_by_rules if found.id not in replaced)]
     findings = _without_needless_fallbacks(_without_unrecognised_when_explained(found_by_rules))
     _demote_consequences(findings)
     if evidence.meta.did_not_fail:

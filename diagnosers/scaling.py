@@ -11,18 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the settings read this module's default: it must not load the rules
     from diagnosers.comparison import RunPace
+    from diagnosers.findings import Quote
 
 DEFAULT_EFFICIENCY_THRESHOLD = 0.8
 
 
 @dataclass(frozen=True)
 class ScalePoint:
-    """One size of the study as measured: no pace when the point did not run long enough, or failed."""
+    """One size of the study as measured: no pace when the point did not run long enough, or failed; its median
+    steady step as a rank wrote it, for a finding to quote."""
 
     workers: int
     gpus_per_worker: int
     per_worker_batch: int
     pace: RunPace | None
+    median_step: Quote | None = None
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,15 @@ from typing import TYPE_CHECKING, Any
 from actions.errors import ActionError, BadRequest, NotFound
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from actions.jobs.records import JobRecord
     from actions.jobs.service import Jobs
     from actions.settings import Settings
     from diagnosers.comparison import ParamDiff, RunPace
     from diagnosers.engine import Diagnosis
     from diagnosers.evidence import Evidence, StepRecord
+    from diagnosers.findings import Finding
 
 TRIAL_SEPARATOR = "/"
 LIVE, STEPS_ALONE = "live evidence", "its step timings alone"
@@ -136,16 +139,19 @@ def _compared(settings: Settings, jobs: Jobs, name: str, record: JobRecord, tria
     )
 
 
-def verdict_of(settings: Settings, jobs: Jobs, job: str, steps: Evidence) -> tuple[Diagnosis, str]:
+def verdict_of(
+    settings: Settings, jobs: Jobs, job: str, steps: Evidence, beyond: Sequence[Finding] = ()
+) -> tuple[Diagnosis, str]:
     """The job's diagnosis from its live evidence and where it came from; where the live evidence cannot be
-    collected (its head is gone), the diagnosis of its step timings alone, saying why."""
+    collected (its head is gone), the diagnosis of its step timings alone, saying why. `beyond`: as
+    diagnosers.engine.diagnose takes them."""
     from actions.evidence.diagnosing import diagnose_job  # noqa: PLC0415
     from diagnosers.engine import diagnose  # noqa: PLC0415
 
     try:
-        return diagnose_job(settings, jobs, job).diagnosis, LIVE
+        return diagnose_job(settings, jobs, job, beyond=beyond).diagnosis, LIVE
     except ActionError as error:
-        return diagnose(steps), f"{STEPS_ALONE} ({error})"
+        return diagnose(steps, beyond=beyond), f"{STEPS_ALONE} ({error})"
 
 
 def _run_folder(job_folder: Path, name: str, trial: str) -> Path:

@@ -16,9 +16,12 @@ from actions.evidence.bundle_shelf import BundleShelf
 from actions.evidence.collecting import CollectionProgress, collect_job
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from actions.jobs.service import Jobs
     from actions.settings import Settings
     from diagnosers.engine import Diagnosis
+    from diagnosers.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -44,20 +47,22 @@ def diagnose_job(
     job: str,
     shelf: BundleShelf | None = None,
     progress: CollectionProgress | None = None,
+    beyond: Sequence[Finding] = (),
 ) -> JobDiagnosis:
     """Collect `job`'s evidence and diagnose it. Without a shelf the bundle is gone once diagnosed; `progress`
-    hears how the collection goes (collect_job)."""
+    hears how the collection goes (collect_job); `beyond` are findings made from more than the job's evidence
+    (diagnosers.engine.diagnose)."""
     from diagnosers.engine import diagnose_path  # noqa: PLC0415 - the rules load on the first diagnosis
 
     limits = settings.bundle_limits()
     with tempfile.TemporaryDirectory(prefix="trainbot-bundle-") as scratch:
         collected = collect_job(settings, jobs, job, Path(scratch) / job.replace("/", "_"), progress)
         if shelf is None:
-            return JobDiagnosis(job, diagnose_path(collected, limits))
+            return JobDiagnosis(job, diagnose_path(collected, limits, beyond))
         key = shelf.keep(collected, job)
     kept = shelf.find(key)
     assert kept is not None  # kept a moment ago, by this process
-    return JobDiagnosis(job, diagnose_path(kept, limits), KeptBundle(key, kept))
+    return JobDiagnosis(job, diagnose_path(kept, limits, beyond), KeptBundle(key, kept))
 
 
 def diagnose_kept(settings: Settings, shelf: BundleShelf, key: str) -> Diagnosis | None:

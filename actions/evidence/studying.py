@@ -1,6 +1,7 @@
 """Why a scaling study's curve bends: the diagnosis of the point that ended it (a failure) or else of the first
 size whose efficiency fell under the threshold, as `trainbot diagnose` makes it (live evidence; where the head no
-longer knows the job, its step timings alone)."""
+longer knows the job, its step timings alone), with what the sizes together say about that point
+(diagnosers.study)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def explain_study(settings: Settings, jobs: Jobs, result: StudyResult) -> PointD
     threshold; None when neither is there (every size kept up, or the failing point never got a job)."""
     from diagnosers.bundle import NotABundle, load_bundle  # noqa: PLC0415 - the rules load on first use
     from diagnosers.evidence import Evidence  # noqa: PLC0415
+    from diagnosers.study import study_findings  # noqa: PLC0415
 
     chosen = point_to_explain(result)
     if chosen is None:
@@ -51,7 +53,9 @@ def explain_study(settings: Settings, jobs: Jobs, result: StudyResult) -> PointD
         steps = load_bundle(settings.runs_dir() / job, limits=settings.bundle_limits())
     except NotABundle:
         steps = Evidence()
-    diagnosis, verdict_from = verdict_of(settings, jobs, job, steps)
+    # A point that ended the study is explained by its own failure; one that kept up poorly, by the sizes together.
+    across = study_findings(result.points, result.table) if result.ended_at is None else []
+    diagnosis, verdict_from = verdict_of(settings, jobs, job, steps, across)
     return PointDiagnosis(job, result.study.sizes[index], why, diagnosis, verdict_from)
 
 

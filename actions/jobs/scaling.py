@@ -24,9 +24,9 @@ from actions.jobs.templates import JobTemplate, ParamValue, StudyParams, find_te
 from actions.people import People
 from actions.settings import Settings
 from diagnosers.bundle import NotABundle, load_bundle
-from diagnosers.comparison import run_pace
 from diagnosers.rules.measures import WARMUP_SHARE
 from diagnosers.scaling import ScalePoint, ScaleTable, scale_table
+from diagnosers.study import scale_point
 
 DEFAULT_STEPS = 40
 MAX_STEPS = 100_000
@@ -239,9 +239,7 @@ def _measured(settings: Settings, launch: Launch, job: str) -> ScalePoint:
     assert launch.template.study is not None
     batch = launch.params[launch.template.study.batch]
     try:
-        evidence = load_bundle(settings.runs_dir() / job, limits=settings.bundle_limits())
+        steps = dict(load_bundle(settings.runs_dir() / job, limits=settings.bundle_limits()).steps)
     except NotABundle:
-        pace = None
-    else:
-        pace = run_pace(dict(evidence.steps))
-    return ScalePoint(launch.workers, launch.gpus_per_worker, int(batch), pace)
+        steps = {}
+    return scale_point(launch.workers, launch.gpus_per_worker, int(batch), steps, job)

@@ -48,6 +48,14 @@ def test_a_planted_strong_scaling_case_falls_under_the_threshold_and_its_point_i
     explained = result["diagnosis"]
     assert explained["job"] == result["study"]["jobs"][1] and explained["workers"] == 2
     assert explained["verdict_from"] == "live evidence"
-    assert explained["findings"] and explained["sources"]["steps"] == "ok"
-    # Not yet asserted: the issue wants small-batch or comm-bound named here; the one-run rules say
-    # compute-bound on CPU (efficiency 0.16, comm 0% -> 29%). The next session decides (see the report).
+    assert explained["sources"]["steps"] == "ok"
+    # The sizes together name the cause: one sample a worker, the all-reduce grown from nothing at one worker.
+    first = explained["findings"][0]
+    assert first["id"] == "small-batch", [finding["id"] for finding in explained["findings"]]
+    assert "1 sample a step (2 samples at 1 worker)" in first["detail"]
+    assert "0% of the step at 1 worker and " in first["detail"]
+    one, two = result["study"]["jobs"]
+    assert [quote["source"] for quote in first["evidence"]] == [
+        f"{one}/steps/rank-0.jsonl",
+        f"{two}/steps/rank-0.jsonl",
+    ]
