@@ -26,6 +26,7 @@ class PointDiagnosis:
     why: str  # "it failed", or its efficiency against the threshold
     diagnosis: Diagnosis
     verdict_from: str
+    across: tuple[str, ...] = ()  # the ids of its findings read across the study's sizes (diagnosers.study)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +34,7 @@ class PointDiagnosis:
             "workers": self.workers,
             "why": self.why,
             "verdict_from": self.verdict_from,
+            "across": list(self.across),
             **self.diagnosis.to_dict(),
         }
 
@@ -56,7 +58,9 @@ def explain_study(settings: Settings, jobs: Jobs, result: StudyResult) -> PointD
     # A point that ended the study is explained by its own failure; one that kept up poorly, by the sizes together.
     across = study_findings(result.points, result.table) if result.ended_at is None else []
     diagnosis, verdict_from = verdict_of(settings, jobs, job, steps, across)
-    return PointDiagnosis(job, result.study.sizes[index], why, diagnosis, verdict_from)
+    return PointDiagnosis(
+        job, result.study.sizes[index], why, diagnosis, verdict_from, tuple(found.id for found in across)
+    )
 
 
 def point_to_explain(result: StudyResult) -> tuple[int, str] | None:

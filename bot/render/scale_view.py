@@ -35,6 +35,9 @@ def study_text(result: StudyResult, explained: PointDiagnosis | None = None) -> 
     if table.comm_growth is not None:
         shares = ", ".join(f"{_percent(row.comm_share)} at {row.workers}" for row in table.rows if row.measured)
         lines.append(f"comm share of the step: {shares} ({table.comm_growth * 100:+.0f} points)")
+    if explained is not None and explained.across:
+        titles = {found.id: found.title for found in explained.diagnosis.findings}
+        lines.append("why, from the sizes together: " + "; ".join(f"{one} ({titles[one]})" for one in explained.across))
     if explained is not None:
         lines += [
             "",

@@ -52,6 +52,7 @@ def test_a_planted_strong_scaling_case_falls_under_the_threshold_and_its_point_i
     # The sizes together name the cause: one sample a worker, the all-reduce grown from nothing at one worker.
     first = explained["findings"][0]
     assert first["id"] == "small-batch", [finding["id"] for finding in explained["findings"]]
+    assert explained["across"][0] == "small-batch"
     assert "1 sample a step (2 samples at 1 worker)" in first["detail"]
     assert "0% of the step at 1 worker and " in first["detail"]
     one, two = result["study"]["jobs"]

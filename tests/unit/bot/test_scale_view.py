@@ -15,6 +15,7 @@ from diagnosers.bundle import load_bundle
 from diagnosers.comparison import run_pace
 from diagnosers.engine import diagnose
 from diagnosers.scaling import ScalePoint, scale_table
+from diagnosers.study import study_findings
 from tests.builders.step_files import write_steps
 
 AT = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
@@ -67,3 +68,18 @@ def test_the_point_that_explains_the_curve_is_shown_with_its_diagnosis(tmp_path)
     text = study_text(result, explained)
     assert "\nthe 2-worker point (tt-two), because its efficiency 0.45 is under 0.8 (diagnosed from live evidence):\n" \
         f"verdict: {diagnosis.verdict}\n" in text  # fmt: skip
+
+
+def test_what_the_sizes_together_say_is_named_above_the_points_diagnosis(tmp_path):
+    result = result_of(tmp_path)
+    across = study_findings(list(result.points), result.table)
+    diagnosis = diagnose(load_bundle(tmp_path / "2"), beyond=across)
+    explained = PointDiagnosis(
+        "tt-two", 2, "its efficiency 0.45 is under 0.8", diagnosis, "live evidence", ("small-batch", "comm-bound")
+    )
+    lines = study_text(result, explained).splitlines()
+    assert lines[lines.index("comm share of the step: 0% at 1, 45% at 2 (+45 points)") + 1] == (
+        "why, from the sizes together: small-batch (Batch per worker too small for data parallelism); "
+        "comm-bound (Communication-bound at 2 workers: collectives grew with the workers)"
+    )
+    assert "why, from the sizes" not in study_text(result, PointDiagnosis("tt-two", 2, "", diagnosis, "live"))
