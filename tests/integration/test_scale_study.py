@@ -35,6 +35,10 @@ def test_a_one_and_two_worker_study_measures_both_points(ray_env, tmp_path):
         status = json.loads(trainbot(ray_env, "status", job, "-o", "json").stdout)
         assert status["state"] == "SUCCEEDED"
     assert Image.open(io.BytesIO(chart.read_bytes())).size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * 2 * DPI)
+    # Two points of a study compare as any two runs do, measured alike.
+    compared = json.loads(trainbot(ray_env, "compare", *result["study"]["jobs"], "-o", "json").stdout)
+    assert compared["speedup"] == pytest.approx(two["speedup"])
+    assert compared["b"]["pace"]["comm_share"] == pytest.approx(two["comm_share"])
 
 
 def test_a_planted_strong_scaling_case_falls_under_the_threshold_and_its_point_is_diagnosed(ray_env):
