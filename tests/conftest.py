@@ -40,14 +40,20 @@ def slack() -> Iterator[SlackStandIn]:
 
 
 @pytest.fixture
-def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A kubeconfig naming a fresh KubeRay stand-in: give it to a `trainbot` as KUBECONFIG; the bot in the test's
-    own process finds the stand-in there too."""
+def kuberay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedStandin]:
+    """A fresh KubeRay stand-in, named by the kubeconfig `kubeconfig` gives: the bot in the test's own process finds
+    it there, and the test writes its RayJobs' status as the operator would."""
     with ServedStandin() as standin:
         path = standin.kubeconfig(tmp_path / "kubeconfig")
         # The client reads $KUBECONFIG once, when it is imported.
         monkeypatch.setattr(kubernetes.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
-        yield path
+        yield standin
+
+
+@pytest.fixture
+def kubeconfig(kuberay: ServedStandin, tmp_path: Path) -> Path:
+    """The kubeconfig naming the `kuberay` stand-in: give it to a `trainbot` as KUBECONFIG."""
+    return tmp_path / "kubeconfig"
 
 
 @pytest.fixture(scope="session")

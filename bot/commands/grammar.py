@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from actions.errors import BadRequest
 from bot.commands.jobs import parse_job_words
 
-TRAIN_VERBS = ("launch", "sweep", "status", "logs", "cancel", "diagnose", "compare", "jobs", "help")
+TRAIN_VERBS = ("launch", "sweep", "scale", "status", "logs", "cancel", "diagnose", "compare", "jobs", "help")
 MODEL_VERBS = ("promote", "approve", "reject", "requests", "history", "rollback", "help")
 # Slash-command text is at most a few thousand characters in Slack; anything past this is not a command.
 MAX_TEXT = 4000
@@ -28,7 +28,9 @@ CLI_ONLY = {
     "--group": "in Slack you act as yourself; drop --group",
     "--manifest": "a manifest is a file on your machine: run `trainbot launch --manifest FILE` in a terminal",
     "--backend": "Slack launches on the bot's backend (TRAINBOT_BACKEND); drop --backend",
-    "--chart": "in Slack the chart is posted with the comparison; drop --chart",
+    "--chart": "in Slack the chart is posted with the result; drop --chart",
+    "-o": "in Slack the answer is a message; drop -o",
+    "--output": "in Slack the answer is a message; drop --output",
 }
 CLI_ONLY_OPTIONS = re.compile(
     r"\[(-h|--as \S+|--group \S+|--manifest \S+|--backend \{[^}]*\}|--chart \S+|-o \{[^}]*\})\] ?"
@@ -84,7 +86,7 @@ class Grammar:
         if words[0] not in self.verbs:
             raise BadRequest(f"{self.name} {words[0]}: unknown; {self.name} takes {', '.join(self.verbs)}")
         for word in words:
-            if (refused := CLI_ONLY.get(word.split("=", 1)[0])) is not None:
+            if (refused := CLI_ONLY.get(_option(word))) is not None:
                 raise BadRequest(f"{self.name}: {refused}")
         return Command(words[0], parse_job_words(self.parser, words))
 
@@ -103,6 +105,16 @@ def grammar(name: str, verbs: Sequence[str], *adders: Callable[[argparse._SubPar
     for add in adders:
         add(commands)
     return Grammar(name, tuple(verbs), parser)
+
+
+def _option(word: str) -> str:
+    """The option a word names, as argparse reads it: `--as=bob` names --as, `-ojson` names -o, and a word with a
+    space names none (argparse takes it as a value)."""
+    if " " in word:
+        return ""
+    if word.startswith("-") and not word.startswith("--"):
+        return word[:2]
+    return word.split("=", 1)[0]
 
 
 def _slack_usage(parser: argparse.ArgumentParser) -> str:

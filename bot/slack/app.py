@@ -38,6 +38,7 @@ from bot.slack.listeners.promotions import PromotionDesk
 from bot.slack.listeners.train import TrainDesk, answer_train
 from bot.slack.notices import offer_of
 from bot.slack.poster import SlackPoster, paced_client
+from bot.slack.study_threads import StudyThreads
 from bot.slack.user_groups import UserGroups
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ def build_slack_app(services: Services, metrics: Metrics | None = None) -> Slack
     attempt = functools.partial(attempt_work, on_incident=lambda: metrics.incident("slack"))
     diagnoses = JobDiagnoses(services, poster, lambda work, tell: attempt(work, tell, {"type": "diagnosis"}))
     threads = functools.cache(lambda: JobThreads(poster, jobs(), settings, on_failure=diagnoses.into_thread))
-    train = TrainDesk(settings, jobs, threads, diagnoses, authorize, services.people)
+    studies = StudyThreads(services, poster, lambda work, tell: attempt(work, tell, {"type": "scale study"}))
+    train = TrainDesk(settings, jobs, threads, diagnoses, authorize, services.people, studies)
     train_answer = _answering(lambda slash: answer_train(slash, train), attempt)
     app.command("/train")(work.listener(train_answer, lane=train_lane))
     model_answer = _answering(lambda slash: answer_model(slash, desk, authorize), attempt)

@@ -7,11 +7,11 @@
       cancel-any: {users: [U0SRE]}                     # who may cancel a RayJob trainbot did not launch
 
 A rule allows a command when the channel is listed (or the rule lists none) and the user is listed or
-in a listed group (or the rule lists neither). With no rule: everyone may read; launch, sweep and cancel
-need a listed channel (cancel follows launch's rule unless it has its own); cancelling a job trainbot did
-not launch (any RayJob its service account reaches) is `cancel-any`, which nobody may until a rule names
-it; approving needs the promotion target's approver list, which actions/promotions/service.py checks whatever
-the rule says.
+in a listed group (or the rule lists neither). With no rule: everyone may read; launch, sweep, scale and
+cancel need a listed channel (scale, which launches a job at each size, and cancel follow launch's rule unless
+they have their own); cancelling a job trainbot did not launch (any RayJob its service account reaches) is
+`cancel-any`, which nobody may until a rule names it; approving needs the promotion target's approver list,
+which actions/promotions/service.py checks whatever the rule says.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from bot.commands.grammar import MODEL_VERBS, TRAIN_VERBS
 RULE_KEYS = {"channels", "users", "groups"}
 # Verbs that start work on the cluster: refused until a channel is listed for them.
 LAUNCHING = ("launch", "sweep")
-FOLLOWS_LAUNCH = "cancel"
+# Verbs that follow launch's rule unless they have their own.
+FOLLOW_LAUNCH = ("cancel", "scale")
 # Not a verb of its own: `/train cancel` of a job the state store does not know (slack_train.py).
 CANCEL_ANY = "cancel-any"
 
@@ -88,7 +89,8 @@ def _rules(configured: Mapping[str, Any]) -> dict[str, Rule]:
         lists = {key: _ids(verb, key, body.get(key)) for key in RULE_KEYS}
         channels = lists["channels"] if "channels" in body else (rules[verb].channels if verb in rules else None)
         rules[verb] = Rule(channels, lists["users"], lists["groups"])
-    rules.setdefault(FOLLOWS_LAUNCH, rules["launch"])
+    for verb in FOLLOW_LAUNCH:
+        rules.setdefault(verb, rules["launch"])
     return rules
 
 

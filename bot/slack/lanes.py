@@ -12,6 +12,8 @@ MLFLOW, JOBS, DIAGNOSIS, ALERTMANAGER = "mlflow", "jobs", "diagnosis", "alertman
 TRAIN_LANES = {
     "launch": JOBS,
     "sweep": JOBS,
+    # Plans the study and posts its parent; the study itself runs on a thread of its own (study_threads.py).
+    "scale": JOBS,
     "status": JOBS,
     "logs": JOBS,
     "cancel": JOBS,

@@ -1,5 +1,6 @@
 """`/train` in Slack: the CLI's job verbs, answered as Block Kit. Each answer calls one action and renders;
-a launch or sweep opens the job's thread (bot/slack/job_threads.py)."""
+a launch or sweep opens the job's thread (bot/slack/job_threads.py), a scaling study the study's
+(bot/slack/study_threads.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import yaml
 from bot.commands.diagnose import add_chat_diagnose_command
 from bot.commands.grammar import TRAIN_VERBS, Command, Slash, grammar
 from bot.commands.jobs import add_job_commands, launch_request
+from bot.commands.scale import add_scale_commands, scale_request
 from bot.render.ansi import without_ansi
 from bot.render.blocks import Message, clip, mrkdwn, notice, render
 from bot.render.job_view import age, cancellation_text
@@ -24,8 +26,9 @@ if TYPE_CHECKING:
     from actions.settings import Settings
     from bot.slack.job_threads import JobThreads
     from bot.slack.listeners.diagnose_job import JobDiagnoses
+    from bot.slack.study_threads import StudyThreads
 
-TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_chat_diagnose_command)
+TRAIN = grammar("/train", TRAIN_VERBS, add_job_commands, add_scale_commands, add_chat_diagnose_command)
 JOBS_SHOWN = 20
 LOG_LINES = 40
 # A log excerpt in one section: Slack's 3,000 characters less the fences.
@@ -35,7 +38,8 @@ LOG_CHARS = 2900
 @dataclass(frozen=True)
 class TrainDesk:
     """What /train answers with: the bot's one Jobs service and job threads (both made on first use), the
-    authorization check for a verb, and who is who (a Slack user id as the name a job records)."""
+    studies' threads, the authorization check for a verb, and who is who (a Slack user id as the name a job
+    records)."""
 
     settings: Settings
     jobs: Callable[[], Jobs]
@@ -43,6 +47,7 @@ class TrainDesk:
     diagnoses: JobDiagnoses
     authorize: Callable[[str, Slash], None]
     people: People
+    studies: StudyThreads
 
 
 def answer_train(slash: Slash, desk: TrainDesk) -> Message:
@@ -71,6 +76,18 @@ def train_launch(command: Command, slash: Slash, desk: TrainDesk) -> Message:
     record = desk.jobs().launch(plan, request.backend_name(settings.backend))
     desk.threads().open(slash.channel, record)
     return notice(f"Launched {record.name}; its thread in this channel follows it.")
+
+
+def train_scale(command: Command, slash: Slash, desk: TrainDesk) -> Message:
+    """Plan the study (a mistake is answered here, before anything launches), then run it in its thread."""
+    from actions.jobs.scaling import plan_study  # noqa: PLC0415
+
+    plan = plan_study(desk.settings, scale_request(command.args, slash.user), desk.people)
+    desk.studies.start(slash.channel, plan)
+    sizes = ", ".join(str(launch.workers) for launch in plan.launches)
+    return notice(
+        f"Studying {plan.template.name} at {sizes} workers as {plan.id}; its thread in this channel follows it."
+    )
 
 
 def train_logs(command: Command, slash: Slash, desk: TrainDesk) -> Message:
@@ -180,6 +197,7 @@ def train_compare(command: Command, slash: Slash, desk: TrainDesk) -> Message:
 TRAIN_ANSWERS: dict[str, Callable[[Command, Slash, TrainDesk], Message]] = {
     "launch": train_launch,
     "sweep": train_launch,
+    "scale": train_scale,
     "status": train_status,
     "logs": train_logs,
     "cancel": train_cancel,

@@ -18,16 +18,19 @@ def test_by_default_everyone_reads_and_nobody_launches_anywhere():
     rules = Authorization({})
     for verb in ("status", "jobs", "logs", "diagnose", "help", "promote", "approve", "requests", "history"):
         rules.check(verb, "U01ALICE", "C0ML", nobody)
-    for verb in ("launch", "sweep", "cancel"):
+    for verb in ("launch", "sweep", "scale", "cancel"):
         expected = rf"^{verb} is allowed in no channel yet: .* slack_commands.{verb}.channels"
         with pytest.raises(Forbidden, match=expected):
             rules.check(verb, "U01ALICE", "C0ML", nobody)
 
 
-def test_a_listed_channel_allows_launching_there_only_and_cancel_follows_launch():
+def test_a_listed_channel_allows_launching_there_only_and_cancel_and_scale_follow_launch():
     rules = Authorization({"launch": {"channels": ["C0ML", "C0GPU"]}})
     rules.check("launch", "U01ALICE", "C0GPU", nobody)
     rules.check("cancel", "U01ALICE", "C0ML", nobody)
+    rules.check("scale", "U01ALICE", "C0ML", nobody)
+    with pytest.raises(Forbidden, match=r"^scale is allowed only in C0GPU, C0ML$"):
+        rules.check("scale", "U01ALICE", "C0RANDOM", nobody)
     with pytest.raises(Forbidden, match=r"^launch is allowed only in C0GPU, C0ML$"):
         rules.check("launch", "U01ALICE", "C0RANDOM", nobody)
     with pytest.raises(Forbidden, match=r"^sweep is allowed in no channel yet"):  # sweep has its own rule

@@ -71,6 +71,15 @@ def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
     assert command(bot, slack, "/train", "")["blocks"] == reply["blocks"]
 
 
+def test_train_help_offers_a_scaling_study_without_the_terminal_s_options(bot, slack):
+    shown = texts(command(bot, slack, "/train", "help"))
+    assert (
+        "`/train scale --workers N,N,... [--gpus GPUS] [--batch {per-worker,global}] [--steps STEPS] "
+        "TEMPLATE [key=value ...] [TEMPLATE [key=value ...] ...]`"
+    ) in shown
+    assert "a scaling study: a template at several sizes, its speedup and efficiency" in shown
+
+
 def test_train_help_offers_diagnose_of_a_job_not_of_a_bundle_path(bot, slack):
     shown = texts(command(bot, slack, "/train", "help"))
     assert "`/train diagnose JOB`" in shown
@@ -100,7 +109,7 @@ def test_every_train_verb_but_help_waits_in_the_lane_of_the_backend_it_calls():
         (
             "reboot",
             ":warning: /train reboot: unknown; "
-            "/train takes launch, sweep, status, logs, cancel, diagnose, compare, jobs, help",
+            "/train takes launch, sweep, scale, status, logs, cancel, diagnose, compare, jobs, help",
         ),
         ("status 'unclosed", ":warning: /train: No closing quotation (close the quote)"),
         ("x" * 4001, ":warning: /train: the text is 4001 characters; at most 4000 are read"),
@@ -153,7 +162,7 @@ def test_compare_posts_the_two_runs_in_the_channel_and_their_chart_in_its_thread
     [
         (
             "compare a b --chart c.png",
-            ":warning: /train: in Slack the chart is posted with the comparison; drop --chart",
+            ":warning: /train: in Slack the chart is posted with the result; drop --chart",
         ),
         (
             f"compare {RUN_A} {RUN_A}",

@@ -45,7 +45,7 @@ def train(jobs: Jobs, text: str, user: str = "U01ALICE", rules: dict | None = No
     def authorize(verb: str, slash: Slash) -> None:
         authorization.check(verb, slash.user, slash.channel, lambda user, groups: frozenset())
 
-    desk = TrainDesk(jobs._settings, lambda: jobs, lambda: None, None, authorize, jobs.people)  # type: ignore[arg-type]
+    desk = TrainDesk(jobs._settings, lambda: jobs, lambda: None, None, authorize, jobs.people, None)  # type: ignore[arg-type]
     return answer_train(Slash(text, user, "C0ML"), desk)
 
 

@@ -1,0 +1,205 @@
+"""`/train scale` through the real slack-bolt App over HTTP, on the KubeRay stand-in: the study's thread (its parent
+edited point after point, each point's launch and end as replies), its table and chart at the end, and the
+mistakes answered before anything launches. The test plays the operator, writing each RayJob's status, and the
+workload, writing its ranks' step timings (the real local head runs a study in tests/integration/test_console.py)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kmock
+import pytest
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from actions.promotions.service import Promotions
+from actions.settings import Settings
+from bot.console.local_slack import Call
+from bot.services import Services
+from bot.slack.app import build_slack_app
+from bot.web.app import make_app
+from tests.builders.step_files import write_steps
+from tests.standins.kube_standin import ServedStandin
+from tests.standins.slack_bot import command, serving_in_thread, slack_settings, texts
+from tests.standins.slack_standin import SlackStandIn
+
+CHANNEL = "C0ML"
+STUDY = "scale tiny-transformer batch_size=16 --workers 1,2 --steps 9"
+ENDED = {
+    "SUCCEEDED": {"jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete", "jobId": "raysubmit_1"},
+    "FAILED": {
+        "jobStatus": "FAILED",
+        "jobDeploymentStatus": "Failed",
+        "jobId": "raysubmit_1",
+        "message": "Job entrypoint command failed with exit code 1",
+    },
+}
+WAIT_S = 30.0
+
+
+@pytest.fixture
+def settings(tmp_path: Path, slack: SlackStandIn, kuberay: ServedStandin) -> Settings:
+    # A point that fails is diagnosed live first: the stand-in's RayJob has no cluster to collect from.
+    return slack_settings(
+        tmp_path / "data", slack, backend="kuberay", namespace="default", collect_deadline_s=5,
+        slack_commands={"launch": {"channels": [CHANNEL]}},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def bot(settings: Settings) -> Iterator[str]:
+    promotions = Promotions(settings)
+    yield from serving_in_thread(
+        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
+    )
+
+
+def started(bot: str, slack: SlackStandIn, text: str = STUDY) -> tuple[str, Call]:
+    """Ask for a study; its id and the message that heads its thread."""
+    said = texts(command(bot, slack, "/train", text, channel=CHANNEL))
+    found = re.fullmatch(
+        r"Studying tiny-transformer at 1, 2 workers as (\S+); its thread in this channel follows it\.", said
+    )
+    assert found, said
+    parent = next(call for call in slack.wait_for("chat.postMessage") if call.params["text"].startswith(found[1]))
+    return found[1], parent
+
+
+def reply(slack: SlackStandIn, parent: Call, pattern: str) -> re.Match[str]:
+    """The first match of `pattern` in a message in `parent`'s thread, waiting for it."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        for text in thread_of(slack, parent):
+            if found := re.search(pattern, text, re.DOTALL):
+                return found
+        time.sleep(0.1)
+    raise AssertionError(f"no reply matching {pattern!r} within {WAIT_S} s; the thread: {thread_of(slack, parent)}")
+
+
+def thread_of(slack: SlackStandIn, parent: Call) -> list[str]:
+    """What the messages in `parent`'s thread say, in order."""
+    return [
+        texts(call.params)
+        for call in list(slack.calls)
+        if call.method == "chat.postMessage" and call.params.get("thread_ts") == parent.answer["ts"]
+    ]
+
+
+def run_point(slack: SlackStandIn, kuberay: ServedStandin, settings: Settings, parent: Call, point: int,
+              ended: str = "SUCCEEDED") -> str:  # fmt: skip
+    """Point `point` (1 or 2 workers) launched, its ranks' step timings written and its RayJob ended as `ended`."""
+    job = reply(slack, parent, rf"Launched (\S+), point {point} of 2: {point} workers?, batch 16 a worker")[1]
+    assert kuberay.rayjob(job) is not None
+    write_steps(settings.runs_dir() / job, ranks=point, step_s=0.1, comm_s=0.01 * (point - 1), samples=16)
+    kuberay.set_status(job, ENDED[ended])
+    reply(slack, parent, rf"{re.escape(job)} is {ended}")
+    return job
+
+
+def edits(slack: SlackStandIn, parent: Call) -> list[str]:
+    return [
+        call.params["text"]
+        for call in slack.calls
+        if call.method == "chat.update" and call.params["ts"] == parent.answer["ts"]
+    ]
+
+
+def test_a_study_has_a_thread_that_follows_its_points_and_ends_with_the_table_and_the_chart(
+    bot, slack, kuberay, settings
+):
+    study, parent = started(bot, slack)
+    assert parent.params["channel"] == CHANNEL
+    assert parent.params["text"] == f"{study}: starting"
+    shown = texts(parent.params)
+    asked = "Scaling study of tiny-transformer at 1, 2 workers on kuberay, per-worker batch, 9 measured steps a point"
+    assert f"{asked}, asked by <@U01ALICE> · `lr=0.003` `batch_size=16` " in shown
+    assert "steps_per_epoch" not in shown  # the study sets it (from --steps): the template's default would mislead
+
+    one = run_point(slack, kuberay, settings, parent, 1)
+    two = run_point(slack, kuberay, settings, parent, 2)
+
+    table = reply(slack, parent, rf"\*Scaling study {study}: succeeded\*\n```(.*)```")[1]
+    assert re.search(rf"\n +1 +0 +16 +160\.0 +1\.00x +1\.00 +0%/100%/0% +{one}\n", table), table
+    assert re.search(rf"\n +2 +0 +16 +\d+\.\d +\d\.\d\dx +\d\.\d\d +0%/\d+%/\d+% +{two}\n", table), table
+    uploading = ("files.getUploadURLExternal", "upload_url", "files.completeUploadExternal")
+    [asked], [uploaded], [completed] = (slack.wait_for(method) for method in uploading)
+    assert asked.params["filename"] == f"{study}.png"
+    assert uploaded.params["content"].startswith(b"\x89PNG\r\n\x1a\n")
+    assert (completed.params["channel_id"], completed.params["thread_ts"]) == (CHANNEL, parent.answer["ts"])
+
+    deadline = time.monotonic() + WAIT_S
+    while not edits(slack, parent)[-1].startswith(f"{study}: succeeded") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    progress = edits(slack, parent)
+    assert f"{study}: point 1 of 2, {one} (1 worker) SUCCEEDED" in progress
+    assert f"{study}: point 2 of 2, {two} (2 workers) SUCCEEDED" in progress
+    assert re.fullmatch(
+        rf"{study}: succeeded, efficiency 1\.00 at 1, \d\.\d\d at 2, at or above 0\.8 at every measured size",
+        progress[-1],
+    )
+    # The points' jobs told their launch and end in the study's thread: none opened a thread of its own.
+    assert [call for call in slack.calls if call.method == "chat.postMessage" and not call.params.get("thread_ts")] == [
+        parent
+    ]
+
+
+def test_a_point_that_fails_ends_the_study_with_what_was_measured_and_its_diagnosis(bot, slack, kuberay, settings):
+    study, parent = started(bot, slack)
+    one = run_point(slack, kuberay, settings, parent, 1)
+    two = run_point(slack, kuberay, settings, parent, 2, ended="FAILED")
+
+    table = reply(slack, parent, rf"\*Scaling study {study}: failed\*\n```(.*)```")[1]
+    assert re.search(rf"\n +1 +0 +16 +160\.0 +1\.00x +1\.00 +0%/100%/0% +{one}\n", table), table
+    assert f"ended early: the 2-worker point ({two}) ended FAILED: Job entrypoint command failed" in table
+    assert f"the 2-worker point ({two}), because it ended the study" in table
+    slack.wait_for("files.completeUploadExternal")
+    deadline = time.monotonic() + WAIT_S
+    while not edits(slack, parent)[-1].startswith(f"{study}: failed") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # The failed point wrote step timings before it failed: they are measured, and shown.
+    assert re.search(rf"\n +2 +0 +16 +\d+\.\d +\d\.\d\dx +\d\.\d\d +0%/\d+%/\d+% +{two}\n", table), table
+    assert re.fullmatch(
+        rf"{study}: failed, efficiency 1\.00 at 1, \d\.\d\d at 2, at or above 0\.8 at every measured size; "
+        rf"the 2-worker point \({two}\) ended FAILED: Job entrypoint command failed with exit code 1; "
+        "the 2-worker point is diagnosed in the thread",
+        edits(slack, parent)[-1],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"{STUDY} --chart c.png", ":warning: /train: in Slack the chart is posted with the result; drop --chart"),
+        (f"{STUDY} -o json", ":warning: /train: in Slack the answer is a message; drop -o"),
+        (f"{STUDY} -ojson", ":warning: /train: in Slack the answer is a message; drop -o"),
+        (f"{STUDY} --backend local", ":warning: /train: Slack launches on the bot's backend (TRAINBOT_BACKEND)"),
+        (f"{STUDY} --as bob", ":warning: /train: in Slack you act as yourself; drop --as"),
+        ("scale tiny-transformer batch_size=16 --workers 2", ":warning: --workers 2: give 2 to 8 sizes"),
+        (
+            "scale tiny-transformer batch_size=15 --batch global --workers 1,2",
+            ":warning: --batch global: batch_size=15 does not divide over 2 workers",
+        ),
+        (
+            f"{STUDY} steps_per_epoch=5",
+            ":warning: steps_per_epoch is set by --steps in a study; drop steps_per_epoch=5",
+        ),
+        (
+            "scale tiny-transformer batch_size=16",
+            ":warning: /train scale: the following arguments are required: --workers",
+        ),
+    ],
+)
+def test_a_scale_mistake_is_one_ephemeral_line_and_launches_nothing(bot, slack, kuberay, text, message):
+    reply = command(bot, slack, "/train", text, channel=CHANNEL)
+    assert reply["response_type"] == "ephemeral"
+    assert texts(reply).startswith(message), texts(reply)
+    assert not [call for call in slack.calls if call.method == "chat.postMessage"]
+    assert not list(kuberay.api[kmock.action.CREATE])
+
+
+def test_a_study_launches_only_where_launching_is_allowed(bot, slack, kuberay):
+    said = texts(command(bot, slack, "/train", STUDY, channel="C0OTHER"))
+    assert said == ":warning: scale is allowed only in C0ML"
+    assert not [call for call in slack.calls if call.method == "chat.postMessage"]
