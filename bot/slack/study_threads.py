@@ -61,7 +61,8 @@ class StudyThreads:
             self.attempt(lambda: self.run(plan, post), tell)
 
     def run(self, plan: StudyPlan, post: Post) -> None:
-        """Run the study, telling its thread each point's launch and end; then its table, chart and end state."""
+        """Run the study, telling its thread each point's launch and end; then its end state, table and chart (the
+        chart last: whoever waits for it has seen the rest)."""
         from actions.evidence.studying import explain_study  # noqa: PLC0415 - the rules load on first use
         from actions.jobs.scaling import run_study  # noqa: PLC0415
         from bot.render.charts import scale_chart  # noqa: PLC0415 - matplotlib loads on first use
@@ -72,6 +73,7 @@ class StudyThreads:
         icon = ICONS[JobState.RUNNING]
         self.poster.update(study_key(plan.id), self.parent(plan, icon, "diagnosing", "where the curve bends"))
         explained = explain_study(services.settings, services.jobs, result)
+        self.poster.update(study_key(plan.id), self.ended(plan, result, explained))
         text = study_text(result, explained)
         title = f"Scaling study {plan.id}: {result.study.status.value}"
         self.poster.post(post.channel, render("code", title, title=title, code=clip(text, TABLE_CHARS)), thread=post)
@@ -79,7 +81,6 @@ class StudyThreads:
             self.poster.upload(post.channel, text, filename=f"{plan.id}.txt", title=f"{title} (whole)", thread=post)
         chart = scale_chart(result.table)
         self.poster.upload(post.channel, chart, filename=f"{plan.id}.png", title=f"Scaling of {plan.id}", thread=post)
-        self.poster.update(study_key(plan.id), self.ended(plan, result, explained))
 
     def _points(self, plan: StudyPlan, post: Post) -> PointWatcher:
         """What the study tells of its points: a reply at each point's launch and end, the parent edited at each

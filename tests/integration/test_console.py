@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from PIL import Image
 
 from actions.promotions.deliveries import Delivery
 from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.terminal import run_console
+from bot.render.charts import DPI, PANEL_HEIGHT_IN, WIDTH_IN
 from tests.builders.model_registry import register
 from tests.integration.cli import trainbot
 from tests.paths import TRAINBOT
@@ -29,6 +31,7 @@ from tests.servers.processes import free_port
 
 pytestmark = pytest.mark.integration
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "console"
 # A terminal's control sequences (cursor moves, colours, erasing), which prompt_toolkit writes around its prompt.
 ANSI_CONTROL = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9]|[=>])|\r")
 
@@ -79,6 +82,31 @@ def test_the_exit_test_runs_in_the_console_as_written(ray_env, tmp_path):
     assert "Mitigation steps 3 to 6 and the rest of the runbook: `compute-bound.md`, attached below" in shown
     page = re.search(r"📎 Runbook: Step time dominated by computation: (\S+/compute-bound\.md) \(\d+ bytes\)", shown)
     assert page and Path(page[1]).read_text() == (PLAYBOOKS / "compute-bound.md").read_text()
+
+
+def test_the_scale_example_studies_one_and_two_workers_and_posts_the_table_and_the_chart(ray_env):
+    result = trainbot(ray_env, "console", "--as", "alice", "--script", str(EXAMPLES / "scale.txt"), check=False)
+    shown = result.stdout
+    assert result.returncode == 0, shown + result.stderr
+    ack = re.search(
+        r"\(only you\) Studying tiny-transformer at 1, 2 workers as (tiny-transformer-scale-\w+); its thread", shown
+    )
+    assert ack, shown
+    study = ack[1]
+    assert re.search(rf"#1 trainbot in C0CONSOLE: ⏳ `{study}`  \*starting\*", shown), shown
+    one, two = re.findall(r"↳ #\d+ in the thread of #1: Launched (tiny-transformer-\w+), point [12] of 2", shown)
+    assert f"✎ #1 now: ▶ `{study}`  *point 2 of 2*: {two} (2 workers) RUNNING" in shown
+    assert re.search(rf"↳ #\d+ in the thread of #1: \*Scaling study {study}: succeeded\*\n", shown), shown
+    # Both rows measured on the real head: samples/s, speedup, efficiency and the step's phases.
+    for workers, job in ((1, one), (2, two)):
+        row = rf"\n +{workers} +0 +16 +\d+\.\d +\d\.\d\dx +\d\.\d\d +\d+%/\d+%/\d+% +{job}\n"
+        assert re.search(row, shown), shown
+    chart = re.search(rf"📎 Scaling of {study}: (\S+/{study}\.png) \((\d+) bytes\)", shown)
+    assert chart, shown
+    assert Image.open(chart[1]).size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * 2 * DPI)
+    assert re.search(rf"✎ #1 now: ✅ `{study}`  \*succeeded\*: efficiency 1\.00 at 1, \d\.\d\d at 2, ", shown), shown
+    # Each point's job told its launch and end in the study's thread, and opened no thread of its own.
+    assert len(re.findall(r"^#\d+ trainbot in C0CONSOLE", shown, re.MULTILINE)) == 1, shown
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from bot.services import Services
 from bot.slack.app import SlackBot, build_slack_app
 from bot.slack.job_watcher import start_job_watcher
 from bot.web.app import make_app
-from tests.standins.slack_bot import SECRET, command, serving_in_thread, texts
+from tests.standins.slack_bot import SECRET, command, edits_of, serving_in_thread, texts
 from tests.standins.slack_standin import SlackStandIn
 
 pytestmark = pytest.mark.integration
@@ -78,14 +78,6 @@ def wait_for_reply(slack: SlackStandIn, parent: Call, fragment: str, timeout_s: 
         time.sleep(0.5)
     shown = [call.params.get("text") for call in slack.calls if call.params.get("thread_ts") == parent.answer["ts"]]
     raise AssertionError(f"no reply with {fragment!r} in the thread within {timeout_s} s; the thread: {shown}")
-
-
-def edits_of(slack: SlackStandIn, post: Call) -> list[str]:
-    return [
-        call.params["text"]
-        for call in slack.calls
-        if call.method == "chat.update" and call.params["ts"] == post.answer["ts"]
-    ]
 
 
 def test_a_launch_gets_a_thread_that_follows_the_job_even_when_someone_asked_for_its_status_first(

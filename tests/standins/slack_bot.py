@@ -1,6 +1,6 @@
 """The bot as Slack reaches it in the tests: its settings and `trainbot serve` environment pointing at the Slack
-stand-in (tests/standins/slack_standin.py), serving its WSGI app on loopback, a signed slash command and its reply, and
-the text a person sees in a reply."""
+stand-in (tests/standins/slack_standin.py), serving its WSGI app on loopback, a signed slash command and its reply, the
+text a person sees in a reply, and what a message was edited to."""
 
 from __future__ import annotations
 
@@ -11,9 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import make_server
 
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.console.local_slack import post_signed, slash_command_body
+from bot.console.local_slack import Call, post_signed, slash_command_body
 from bot.http.server import in_thread
+from bot.services import Services
+from bot.slack.app import build_slack_app
+from bot.web.app import make_app
 from tests.servers.processes import free_port
 from tests.standins.slack_standin import SlackStandIn
 
@@ -43,6 +49,17 @@ def serving_in_thread(app: WSGIApplication) -> Iterator[str]:
         yield f"{url}/slack/events"
 
 
+def serving_bot(settings: Settings) -> Iterator[str]:
+    """The whole bot over `settings` (every Slack listener, its own promotions), served from a thread while the
+    generator runs; yields its Slack events URL."""
+    promotions = Promotions(settings)
+    slack_bot = build_slack_app(Services(settings, promotions=promotions))
+    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(slack_bot.app)))
+    # Closed now rather than when collected, which could touch this test's folder during a later test.
+    slack_bot.poster.posts.close()
+    promotions.store.close()
+
+
 def command(
     bot: str, slack: SlackStandIn, slash: str, text: str, user: str = "U01ALICE", channel: str = "C0ML"
 ) -> dict:
@@ -65,6 +82,15 @@ def texts(reply: dict) -> str:
             text = element.get("text", "")
             parts.append(json.dumps(text["text"] if isinstance(text, dict) else text, ensure_ascii=False))
     return "\n".join(json.loads(part) for part in parts)
+
+
+def edits_of(slack: SlackStandIn, post: Call) -> list[str]:
+    """The texts `post` was edited to (chat.update), in order."""
+    return [
+        call.params["text"]
+        for call in slack.calls
+        if call.method == "chat.update" and call.params["ts"] == post.answer["ts"]
+    ]
 
 
 def serve_env(slack: SlackStandIn, data_dir: Path, **more: str) -> dict[str, str]:

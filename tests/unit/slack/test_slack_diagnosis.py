@@ -8,24 +8,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 from actions.evidence.bundle_shelf import BundleShelf
-from actions.promotions.service import Promotions
 from actions.settings import Settings
 from actions.state.posts import Post, SlackPosts
 from bot.console.local_slack import Call, button_click_body, post_signed
 from bot.render.blocks import notice
 from bot.render.charts import diagnosis_chart
-from bot.services import Services
-from bot.slack.app import build_slack_app
 from bot.slack.listeners.diagnosis import GONE, post_diagnosis
 from bot.slack.poster import ChannelPacer, SlackPoster, paced_client
-from bot.web.app import make_app
 from diagnosers.engine import diagnose_path
 from tests.builders.hostile_bundle import hostile_bundle
 from tests.paths import EXAMPLES
-from tests.standins.slack_bot import SECRET, serving_in_thread, texts
+from tests.standins.slack_bot import SECRET, serving_bot, texts
 from tests.standins.slack_standin import SlackStandIn
 
 CHANNEL, ALICE = "C0ML", "U01ALICE"
@@ -36,12 +31,7 @@ PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 
 @pytest.fixture
 def bot(settings: Settings) -> Iterator[str]:
-    promotions = Promotions(settings)
-    slack_bot = build_slack_app(Services(settings, promotions=promotions))
-    yield from serving_in_thread(make_app(promotions, SlackRequestHandler(slack_bot.app)))
-    # Closed now rather than when collected, which could touch this test's folder during a later test.
-    slack_bot.poster.posts.close()
-    promotions.store.close()
+    yield from serving_bot(settings)
 
 
 @pytest.fixture

@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from actions.promotions.service import Promotions
 from actions.settings import Settings
-from bot.services import Services
-from bot.slack.app import build_slack_app
-from bot.web.app import make_app
 from tests.integration.cli import trainbot
-from tests.standins.slack_bot import command, serving_in_thread, slack_settings, texts
+from tests.standins.slack_bot import command, serving_bot, slack_settings, texts
 from tests.standins.slack_standin import SlackStandIn
 
 PEOPLE = {"alice": "U01ALICE", "bob": "U02BOB"}
@@ -37,10 +32,7 @@ def settings(tmp_path: Path, slack: SlackStandIn, kubeconfig: Path) -> Settings:
 
 @pytest.fixture
 def bot(settings: Settings) -> Iterator[str]:
-    promotions = Promotions(settings)
-    yield from serving_in_thread(
-        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
-    )
+    yield from serving_bot(settings)
 
 
 @pytest.fixture

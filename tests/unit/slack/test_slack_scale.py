@@ -12,17 +12,12 @@ from pathlib import Path
 
 import kmock
 import pytest
-from slack_bolt.adapter.wsgi import SlackRequestHandler
 
-from actions.promotions.service import Promotions
 from actions.settings import Settings
 from bot.console.local_slack import Call
-from bot.services import Services
-from bot.slack.app import build_slack_app
-from bot.web.app import make_app
 from tests.builders.step_files import write_steps
 from tests.standins.kube_standin import ServedStandin
-from tests.standins.slack_bot import command, serving_in_thread, slack_settings, texts
+from tests.standins.slack_bot import command, edits_of, serving_bot, slack_settings, texts
 from tests.standins.slack_standin import SlackStandIn
 
 CHANNEL = "C0ML"
@@ -50,10 +45,7 @@ def settings(tmp_path: Path, slack: SlackStandIn, kuberay: ServedStandin) -> Set
 
 @pytest.fixture
 def bot(settings: Settings) -> Iterator[str]:
-    promotions = Promotions(settings)
-    yield from serving_in_thread(
-        make_app(promotions, SlackRequestHandler(build_slack_app(Services(settings, promotions=promotions)).app))
-    )
+    yield from serving_bot(settings)
 
 
 def started(bot: str, slack: SlackStandIn, text: str = STUDY) -> tuple[str, Call]:
@@ -98,14 +90,6 @@ def run_point(slack: SlackStandIn, kuberay: ServedStandin, settings: Settings, p
     return job
 
 
-def edits(slack: SlackStandIn, parent: Call) -> list[str]:
-    return [
-        call.params["text"]
-        for call in slack.calls
-        if call.method == "chat.update" and call.params["ts"] == parent.answer["ts"]
-    ]
-
-
 def test_a_study_has_a_thread_that_follows_its_points_and_ends_with_the_table_and_the_chart(
     bot, slack, kuberay, settings
 ):
@@ -113,8 +97,8 @@ def test_a_study_has_a_thread_that_follows_its_points_and_ends_with_the_table_an
     assert parent.params["channel"] == CHANNEL
     assert parent.params["text"] == f"{study}: starting"
     shown = texts(parent.params)
-    asked = "Scaling study of tiny-transformer at 1, 2 workers on kuberay, per-worker batch, 9 measured steps a point"
-    assert f"{asked}, asked by <@U01ALICE> · `lr=0.003` `batch_size=16` " in shown
+    what = "Scaling study of tiny-transformer at 1, 2 workers on kuberay, per-worker batch, 9 measured steps a point"
+    assert f"{what}, asked by <@U01ALICE> · `lr=0.003` `batch_size=16` " in shown
     assert "steps_per_epoch" not in shown  # the study sets it (from --steps): the template's default would mislead
 
     one = run_point(slack, kuberay, settings, parent, 1)
@@ -129,10 +113,7 @@ def test_a_study_has_a_thread_that_follows_its_points_and_ends_with_the_table_an
     assert uploaded.params["content"].startswith(b"\x89PNG\r\n\x1a\n")
     assert (completed.params["channel_id"], completed.params["thread_ts"]) == (CHANNEL, parent.answer["ts"])
 
-    deadline = time.monotonic() + WAIT_S
-    while not edits(slack, parent)[-1].startswith(f"{study}: succeeded") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    progress = edits(slack, parent)
+    progress = edits_of(slack, parent)
     assert f"{study}: point 1 of 2, {one} (1 worker) SUCCEEDED" in progress
     assert f"{study}: point 2 of 2, {two} (2 workers) SUCCEEDED" in progress
     assert re.fullmatch(
@@ -155,16 +136,13 @@ def test_a_point_that_fails_ends_the_study_with_what_was_measured_and_its_diagno
     assert f"ended early: the 2-worker point ({two}) ended FAILED: Job entrypoint command failed" in table
     assert f"the 2-worker point ({two}), because it ended the study" in table
     slack.wait_for("files.completeUploadExternal")
-    deadline = time.monotonic() + WAIT_S
-    while not edits(slack, parent)[-1].startswith(f"{study}: failed") and time.monotonic() < deadline:
-        time.sleep(0.1)
     # The failed point wrote step timings before it failed: they are measured, and shown.
     assert re.search(rf"\n +2 +0 +16 +\d+\.\d +\d\.\d\dx +\d\.\d\d +0%/\d+%/\d+% +{two}\n", table), table
     assert re.fullmatch(
         rf"{study}: failed, efficiency 1\.00 at 1, \d\.\d\d at 2, at or above 0\.8 at every measured size; "
         rf"the 2-worker point \({two}\) ended FAILED: Job entrypoint command failed with exit code 1; "
         "the 2-worker point is diagnosed in the thread",
-        edits(slack, parent)[-1],
+        edits_of(slack, parent)[-1],
     )
 
 
