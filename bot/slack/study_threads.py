@@ -11,6 +11,7 @@ the point running then to its backend, and the study's parent says no more.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from actions.state.posts import Post
     from bot.services import Services
     from bot.slack.poster import SlackPoster
+
+log = logging.getLogger(__name__)
 
 STUDY_PREFIX = "study:"
 # The table in one section: Slack's 3,000 characters less the fences.
@@ -58,7 +61,10 @@ class StudyThreads:
             self.poster.post(post.channel, notice(f"{plan.id} stopped: {text}"), thread=post)
 
         with self._one_at_a_time:
-            self.attempt(lambda: self.run(plan, post), tell)
+            try:
+                self.attempt(lambda: self.run(plan, post), tell)
+            except Exception:  # telling failed too (Slack unreachable): the log is all that is left
+                log.exception("scaling study %s stopped and its thread could not be told", plan.id)
 
     def run(self, plan: StudyPlan, post: Post) -> None:
         """Run the study, telling its thread each point's launch and end; then its end state, table and chart (the
