@@ -1,8 +1,8 @@
 """A thread per scaling study asked for in Slack (`/train scale`). The parent message shows the study and its
 progress (point k of n, that point's job and state), edited as the points move on; each point's job replies in the
-thread when it is launched and when it ends, and opens no thread of its own. When the study ends, the thread gets
-the table (the CLI's text, in a code block; the whole text as a file when it does not fit) and the chart, and the
-parent its end state.
+thread when it is launched and when it ends, and opens no thread of its own. When the study ends, the parent shows
+its end state, and the thread gets the table (the CLI's text, in a code block; the whole text as a file when it does
+not fit) and the chart (when a point was measured).
 
 A study takes minutes, so it runs on a thread of its own, never on the pools that answer Slack. Studies run one at
 a time, so two studies' points never compete for the same workers. The thread is a daemon: a bot that stops leaves
@@ -85,8 +85,11 @@ class StudyThreads:
         self.poster.post(post.channel, render("code", title, title=title, code=clip(text, TABLE_CHARS)), thread=post)
         if len(text) > TABLE_CHARS:
             self.poster.upload(post.channel, text, filename=f"{plan.id}.txt", title=f"{title} (whole)", thread=post)
-        chart = scale_chart(result.table)
-        self.poster.upload(post.channel, chart, filename=f"{plan.id}.png", title=f"Scaling of {plan.id}", thread=post)
+        if any(row.measured for row in result.table.rows):  # a chart of no point would be empty axes
+            chart = scale_chart(result.table)
+            self.poster.upload(
+                post.channel, chart, filename=f"{plan.id}.png", title=f"Scaling of {plan.id}", thread=post
+            )
 
     def _points(self, plan: StudyPlan, post: Post) -> PointWatcher:
         """What the study tells of its points: a reply at each point's launch and end, the parent edited at each

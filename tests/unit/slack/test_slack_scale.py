@@ -16,7 +16,7 @@ import pytest
 from actions.settings import Settings
 from bot.console.local_slack import Call
 from tests.builders.step_files import write_steps
-from tests.standins.kube_standin import ServedStandin
+from tests.standins.kube_standin import RAYJOBS, ServedStandin
 from tests.standins.slack_bot import command, edits_of, serving_bot, slack_settings, texts
 from tests.standins.slack_standin import SlackStandIn
 
@@ -181,3 +181,17 @@ def test_a_study_launches_only_where_launching_is_allowed(bot, slack, kuberay):
     said = texts(command(bot, slack, "/train", STUDY, channel="C0OTHER"))
     assert said == ":warning: scale is allowed only in C0ML"
     assert not [call for call in slack.calls if call.method == "chat.postMessage"]
+
+
+def test_a_point_the_cluster_refuses_ends_the_study_saying_why_with_nothing_measured(bot, slack, kuberay):
+    kuberay.call(kuberay.api.forbid, "create", RAYJOBS)
+    study, parent = started(bot, slack)
+
+    table = reply(slack, parent, rf"\*Scaling study {study}: failed\*\n```(.*)```")[1]
+    assert "ended early: the 1-worker point could not run: " in table
+    assert edits_of(slack, parent)[-1].startswith(
+        f"{study}: failed, nothing measured; the 1-worker point could not run: "
+    )
+    time.sleep(2)  # a chart would follow the table at once
+    assert not thread_of(slack, parent)[:-1]  # no point was launched: the table is all the thread holds
+    assert not [call for call in slack.calls if call.method.startswith("files.")]  # nor a chart of empty axes
