@@ -130,7 +130,10 @@ class StudyThreads:
             if table.first_below is not None
             else f"at or above {table.threshold:g} at every measured size"
         )
-        parts = [f"efficiency {efficiencies}, {bent}" if efficiencies else "nothing measured", first_line(study.reason)]
+        parts = [
+            f"efficiency {efficiencies}, {bent}" if efficiencies else "nothing measured",
+            first_line(study.reason).rstrip(":"),
+        ]
         if explained is not None:
             parts.append(f"the {explained.workers}-worker point is diagnosed in the thread")
         icon = ICONS[JobState.SUCCEEDED if study.status == "succeeded" else JobState.FAILED]

@@ -28,7 +28,9 @@ ENDED = {
         "jobStatus": "FAILED",
         "jobDeploymentStatus": "Failed",
         "jobId": "raysubmit_1",
-        "message": "Job entrypoint command failed with exit code 1",
+        # Ray's message carries the log's end: the study's reason holds it whole, too long for one message.
+        "message": "Job entrypoint command failed with exit code 1, last available logs:\n"
+        + "".join(f"  File train.py, line {line}, in step\n" for line in range(120)),
     },
 }
 WAIT_S = 30.0
@@ -134,13 +136,22 @@ def test_a_point_that_fails_ends_the_study_with_what_was_measured_and_its_diagno
     table = reply(slack, parent, rf"\*Scaling study {study}: failed\*\n```(.*)```")[1]
     assert re.search(rf"\n +1 +0 +16 +160\.0 +1\.00x +1\.00 +0%/100%/0% +{one}\n", table), table
     assert f"ended early: the 2-worker point ({two}) ended FAILED: Job entrypoint command failed" in table
-    assert f"the 2-worker point ({two}), because it ended the study" in table
-    slack.wait_for("files.completeUploadExternal")
+    # The table is clipped to a message; the whole text, the point's diagnosis to its end, is the file beside it.
+    assert table.endswith("…") and len(table) <= 2900, table
+    [whole] = [
+        call for call in slack.wait_for("files.getUploadURLExternal", 2) if call.params["filename"].endswith(".txt")
+    ]
+    assert whole.params["filename"] == f"{study}.txt"
+    text = next(call for call in slack.calls if call.method == "upload_url").params["content"].decode()
+    assert text.startswith(table.removesuffix("…")) and len(text) > 4000
+    assert f"the 2-worker point ({two}), because it ended the study" in text
+    assert re.search(r"\nsources: logs \S+, k8s \S+, .*\Z", text), text[-300:]
     # The failed point wrote step timings before it failed: they are measured, and shown.
     assert re.search(rf"\n +2 +0 +16 +\d+\.\d +\d\.\d\dx +\d\.\d\d +0%/\d+%/\d+% +{two}\n", table), table
     assert re.fullmatch(
         rf"{study}: failed, efficiency 1\.00 at 1, \d\.\d\d at 2, at or above 0\.8 at every measured size; "
-        rf"the 2-worker point \({two}\) ended FAILED: Job entrypoint command failed with exit code 1; "
+        rf"the 2-worker point \({two}\) ended FAILED: Job entrypoint command failed with exit code 1, last available "
+        "logs; "
         "the 2-worker point is diagnosed in the thread",
         edits_of(slack, parent)[-1],
     )
