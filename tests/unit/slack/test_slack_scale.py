@@ -206,3 +206,20 @@ def test_a_point_the_cluster_refuses_ends_the_study_saying_why_with_nothing_meas
     time.sleep(2)  # a chart would follow the table at once
     assert not thread_of(slack, parent)[:-1]  # no point was launched: the table is all the thread holds
     assert not [call for call in slack.calls if call.method.startswith("files.")]  # nor a chart of empty axes
+
+
+def test_studies_run_one_at_a_time_so_their_points_never_compete(bot, slack, kuberay, settings):
+    first, first_parent = started(bot, slack)
+    second, second_parent = started(bot, slack)
+    assert second_parent.params["text"] == f"{second}: waiting, another study runs first; studies run one at a time"
+
+    run_point(slack, kuberay, settings, first_parent, 1)
+    run_point(slack, kuberay, settings, first_parent, 2)
+    submitted = [request for request in kuberay.api[kmock.action.CREATE] if "dryRun" not in str(request.url)]
+    assert len(submitted) == 2  # the second study has launched nothing yet
+    assert not thread_of(slack, second_parent)
+    reply(slack, first_parent, rf"\*Scaling study {first}: succeeded\*")
+
+    run_point(slack, kuberay, settings, second_parent, 1)
+    run_point(slack, kuberay, settings, second_parent, 2)
+    reply(slack, second_parent, rf"\*Scaling study {second}: succeeded\*")
