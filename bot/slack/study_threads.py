@@ -57,8 +57,8 @@ class StudyThreads:
 
     def _run_in_turn(self, plan: StudyPlan, post: Post) -> None:
         def tell(text: str) -> None:  # the study stopped on something unexpected: its thread hears why
-            self.poster.update(study_key(plan.id), self.parent(plan, ICONS[JobState.FAILED], "failed", text))
             self.poster.post(post.channel, notice(f"{plan.id} stopped: {text}"), thread=post)
+            self.poster.update(study_key(plan.id), self.parent(plan, ICONS[JobState.FAILED], "failed", text))
 
         with self._one_at_a_time:
             try:

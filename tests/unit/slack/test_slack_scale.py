@@ -223,3 +223,16 @@ def test_studies_run_one_at_a_time_so_their_points_never_compete(bot, slack, kub
     run_point(slack, kuberay, settings, second_parent, 1)
     run_point(slack, kuberay, settings, second_parent, 2)
     reply(slack, second_parent, rf"\*Scaling study {second}: succeeded\*")
+
+
+def test_a_study_that_fails_unexpectedly_says_so_in_its_thread_with_an_incident_id(bot, slack, kuberay, caplog):
+    slack.refusing["chat.update"] = "message_not_found"  # someone deleted the study's message
+    study, parent = started(bot, slack)
+
+    said = reply(slack, parent, rf"{study} stopped: trainbot failed on this; incident (\w+) is in its log")
+    assert f"incident {said[1]} on scale study" in caplog.text
+    # The parent could not be edited to say so either: the log says that much.
+    deadline = time.monotonic() + WAIT_S
+    while f"scaling study {study} stopped and its thread could not be told" not in caplog.text:
+        assert time.monotonic() < deadline, caplog.text
+        time.sleep(0.1)
