@@ -11,11 +11,13 @@ the point running then to its backend, and the study's parent says no more.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from actions.errors import NotFound
 from actions.jobs.job import JobState, JobStatus
 from bot.render.blocks import Message, clip, notice, render
 from bot.slack.job_threads import ICONS, first_line
@@ -58,6 +60,7 @@ class StudyThreads:
     def _run_in_turn(self, plan: StudyPlan, post: Post) -> None:
         def tell(text: str) -> None:  # the study stopped on something unexpected: its thread hears why
             self.poster.post(post.channel, notice(f"{plan.id} stopped: {text}"), thread=post)
+            self._stopped(plan.id, text)
             self.poster.update(study_key(plan.id), self.parent(plan, ICONS[JobState.FAILED], "failed", text))
 
         with self._one_at_a_time:
@@ -65,6 +68,14 @@ class StudyThreads:
                 self.attempt(lambda: self.run(plan, post), tell)
             except Exception:  # telling failed too (Slack unreachable): the log is all that is left
                 log.exception("scaling study %s stopped and its thread could not be told", plan.id)
+
+    def _stopped(self, study: str, why: str) -> None:
+        """The study in the state store ends failed, saying why, rather than running forever; one that stopped
+        before it was stored has nothing to end."""
+        from actions.jobs.studies import StudyStatus  # noqa: PLC0415 - SQLAlchemy loads with the store
+
+        with contextlib.suppress(NotFound):
+            self.services.studies.finish(study, StudyStatus.FAILED, f"stopped: {why}")
 
     def run(self, plan: StudyPlan, post: Post) -> None:
         """Run the study, telling its thread each point's launch and end; then its end state, table and chart (the

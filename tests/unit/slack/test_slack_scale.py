@@ -13,6 +13,7 @@ from pathlib import Path
 import kmock
 import pytest
 
+from actions.jobs.studies import StudyStatus, StudyStore
 from actions.settings import Settings
 from bot.console.local_slack import Call
 from tests.builders.step_files import write_steps
@@ -225,12 +226,16 @@ def test_studies_run_one_at_a_time_so_their_points_never_compete(bot, slack, kub
     reply(slack, second_parent, rf"\*Scaling study {second}: succeeded\*")
 
 
-def test_a_study_that_fails_unexpectedly_says_so_in_its_thread_with_an_incident_id(bot, slack, kuberay, caplog):
+def test_a_study_that_fails_unexpectedly_says_so_in_its_thread_with_an_incident_id(
+    bot, slack, kuberay, settings, caplog
+):
     slack.refusing["chat.update"] = "message_not_found"  # someone deleted the study's message
     study, parent = started(bot, slack)
 
     said = reply(slack, parent, rf"{study} stopped: trainbot failed on this; incident (\w+) is in its log")
     assert f"incident {said[1]} on scale study" in caplog.text
+    stored = StudyStore(settings.state_url()).get(study)  # ended in the state store, not left running
+    assert (stored.status, stored.reason) == (StudyStatus.FAILED, f"stopped: {said[0].split(': ', 1)[1]}")
     # The parent could not be edited to say so either: the log says that much.
     deadline = time.monotonic() + WAIT_S
     while f"scaling study {study} stopped and its thread could not be told" not in caplog.text:
