@@ -36,6 +36,7 @@ class NewStudy:
     gpus_per_worker: int
     batch_mode: BatchMode
     steps: int
+    parallel: bool = False  # every point launched at once (so they competed), not one after another
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 from actions.state.database import UTCDateTime
@@ -262,6 +263,8 @@ scale_studies = Table(
     Column("gpus_per_worker", Integer, nullable=False),
     Column("batch_mode", String(16), nullable=False),
     Column("steps", Integer, nullable=False),
+    # Every point launched at once (`--parallel`): they competed for the machine.
+    Column("parallel", Boolean, nullable=False, server_default=false()),
     Column("status", String(16), nullable=False),
     Column("reason", Text, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
