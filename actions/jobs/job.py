@@ -117,6 +117,14 @@ class Launch:
         return {**env, "env_vars": env_vars}
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """What a backend can run at once, in all: CPUs and GPUs."""
+
+    cpus: float
+    gpus: float
+
+
 class Backend(Protocol):
     """Where jobs run. `render` is the dry run: exactly what `submit` would send."""
 
@@ -134,6 +142,10 @@ class Backend(Protocol):
 
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         """Stop the job: delete it, or with `suspend` keep it to resume later (where the backend can)."""
+        ...
+
+    def capacity(self) -> Capacity | None:
+        """The CPUs and GPUs the backend has for jobs at once; None where that cannot be known from here."""
         ...
 
     def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:

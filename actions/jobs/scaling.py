@@ -1,14 +1,22 @@
-"""A scaling study: one template launched at each size in turn (launch, wait, measure, next), set in a table.
+"""A scaling study: one template launched at each size in turn (launch, wait, measure, next), or with `parallel`
+all at once (launch all, wait for all, measure each as it ends), set in a table.
 
 Each point runs `steps` measured steps after a warm-up. The warm-up is the first tenth of each rank's steps, which
 the rules already leave out (diagnosers.rules.measures.WARMUP_SHARE): a point runs ceil(steps / 0.9) steps in all,
 so at least `steps` of them are measured. `--batch per-worker` keeps each worker's batch (weak scaling); `global`
 keeps the batch as given and divides it over the workers (strong scaling). A point that fails, or measures
-nothing, ends the study: the table holds what was measured up to there.
+nothing, ends the study: the table holds what was measured up to there (in parallel, the points still running
+are stopped, and measured with what they wrote).
+
+In parallel the points compete for the machine, so their figures say what each size does beside the others, not
+alone. The study starts only where the backend can hold every point at once (the local head's CPUs and GPUs
+against the sum of the points' requests); a backend that cannot say (KubeRay: each RayJob gets its own cluster,
+placed or queued by Kubernetes) is taken at its word.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -16,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from actions.errors import ActionError, BadRequest
-from actions.jobs.job import JobState, JobStatus, Launch, new_job_name
+from actions.jobs.job import Capacity, JobState, JobStatus, Launch, new_job_name
 from actions.jobs.planning import templates_of, training_launch
 from actions.jobs.service import Jobs
 from actions.jobs.studies import BATCH_MODES, BatchMode, NewStudy, Study, StudyStatus, StudyStore
@@ -46,6 +54,7 @@ class ScaleRequest:
     batch_mode: BatchMode = "per-worker"
     steps: int = DEFAULT_STEPS
     backend: str | None = None
+    parallel: bool = False  # launch every point at once
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class StudyPlan:
     batch_mode: BatchMode
     steps: int
     backend: str
+    parallel: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ def plan_study(settings: Settings, request: ScaleRequest, people: People | None 
         batch_mode=request.batch_mode,
         steps=request.steps,
         backend=request.backend or settings.backend,
+        parallel=request.parallel,
     )
 
 
@@ -166,8 +177,11 @@ def run_study(
     watcher: PointWatcher | None = None,
     poll_s: float = POLL_S,
 ) -> StudyResult:
-    """Run the plan's points one after another, each measured when its job ends; a point that fails or measures
-    nothing ends the study there."""
+    """Run the plan's points one after another, each measured when its job ends, or with `plan.parallel` all at
+    once; a point that fails or measures nothing ends the study there. A parallel plan the backend cannot hold
+    at once is a BadRequest, before the study is stored or anything launched."""
+    if plan.parallel:
+        refuse_beyond_capacity(jobs.backend(plan.backend).capacity(), plan)
     study = studies.create(
         NewStudy(
             id=plan.id,
@@ -179,59 +193,144 @@ def run_study(
             gpus_per_worker=plan.launches[0].gpus_per_worker,
             batch_mode=plan.batch_mode,
             steps=plan.steps,
+            parallel=plan.parallel,
         )
     )
-    points: list[ScalePoint] = []
-    failure = ""
-    for index, launch in enumerate(plan.launches):
-        try:
-            status = _run_point(settings, jobs, studies, plan, index, watcher, poll_s)
-        except ActionError as error:
-            failure = f"the {launch.workers}-worker point could not run: {error}"
-            break
-        point = _measured(settings, launch, status.name)
-        points.append(point)
-        if status.state != JobState.SUCCEEDED:
-            failure = f"the {launch.workers}-worker point ({status.name}) ended {status.state}: {status.message}"
-            break
-        if point.pace is None:
-            failure = f"the {launch.workers}-worker point ({status.name}) wrote no step timings to measure"
-            break
-    ended = studies.finish(study.id, StudyStatus.FAILED if failure else StudyStatus.SUCCEEDED, failure)
-    table = scale_table(points, settings.scale_efficiency_threshold)
-    return StudyResult(ended, tuple(points), table, ended_at=index if failure else None)
+    run = _run_together if plan.parallel else _run_in_turn
+    outcome = run(_PointRunner(settings, jobs, studies, plan, watcher), poll_s)
+    failed = outcome.ended_at is not None
+    ended = studies.finish(study.id, StudyStatus.FAILED if failed else StudyStatus.SUCCEEDED, outcome.failure)
+    table = scale_table(list(outcome.points), settings.scale_efficiency_threshold)
+    return StudyResult(ended, outcome.points, table, ended_at=outcome.ended_at)
 
 
-def _run_point(
-    settings: Settings,
-    jobs: Jobs,
-    studies: StudyStore,
-    plan: StudyPlan,
-    index: int,
-    watcher: PointWatcher | None,
-    poll_s: float,
-) -> JobStatus:
-    """Launch the plan's point `index`, record it in the study, and wait until it ends; one still running at the
-    point timeout is stopped, its status saying why."""
-    record = jobs.launch(plan.launches[index], plan.backend)
-    studies.add_job(plan.id, record.name)
-    deadline = time.monotonic() + settings.scale_point_timeout_s
-    status = jobs.status(record.name)
-    while not status.state.terminal:
-        if watcher is not None:
-            watcher(index, len(plan.launches), status)
-        if time.monotonic() > deadline:
+def refuse_beyond_capacity(capacity: Capacity | None, plan: StudyPlan) -> None:
+    """A BadRequest when the backend's `capacity` cannot hold every point of the plan at once (None: unknown,
+    nothing refused)."""
+    if capacity is None:
+        return
+    cpus = sum(launch.workers * launch.template.cpus_per_worker for launch in plan.launches)
+    gpus = sum(launch.workers * launch.gpus_per_worker for launch in plan.launches)
+    if cpus > capacity.cpus or gpus > capacity.gpus:
+        raise BadRequest(
+            f"--parallel: the {len(plan.launches)} points need {cpus:g} CPUs and {gpus} GPUs at once, and "
+            f"{plan.backend} has {capacity.cpus:g} CPUs and {capacity.gpus:g} GPUs; drop --parallel or give fewer sizes"
+        )
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """The points measured (by size), and for a study that failed, why and at which point (index in sizes)."""
+
+    points: tuple[ScalePoint, ...]
+    failure: str = ""
+    ended_at: int | None = None
+
+
+@dataclass(frozen=True)
+class _PointRunner:
+    """What running a plan's points needs: launch one, follow it, stop it, measure it, say why it ends the study."""
+
+    settings: Settings
+    jobs: Jobs
+    studies: StudyStore
+    plan: StudyPlan
+    watcher: PointWatcher | None
+
+    def launch(self, index: int) -> str:
+        """Launch point `index` and record it in the study; the job's name."""
+        record = self.jobs.launch(self.plan.launches[index], self.plan.backend)
+        self.studies.add_job(self.plan.id, record.name)
+        return record.name
+
+    def status(self, index: int, job: str, deadline: float) -> JobStatus:
+        """The point's status now, told to the watcher; one still running past `deadline` is stopped, its status
+        saying why."""
+        status = self.jobs.status(job)
+        if not status.state.terminal and time.monotonic() > deadline:
             why = (
-                f"ran past {settings.scale_point_timeout_s:g} s (TRAINBOT_SCALE_POINT_TIMEOUT_S) and was stopped; "
-                "give fewer --steps or a longer timeout"
+                f"ran past {self.settings.scale_point_timeout_s:g} s (TRAINBOT_SCALE_POINT_TIMEOUT_S) and was "
+                "stopped; give fewer --steps or a longer timeout"
             )
-            status = replace(jobs.cancel(record.name).status, state=JobState.STOPPED, message=why)
+            status = replace(self.jobs.cancel(job).status, state=JobState.STOPPED, message=why)
+        if self.watcher is not None:
+            self.watcher(index, len(self.plan.launches), status)
+        return status
+
+    def deadline(self) -> float:
+        return time.monotonic() + self.settings.scale_point_timeout_s
+
+    def measured(self, index: int, job: str) -> ScalePoint:
+        return _measured(self.settings, self.plan.launches[index], job)
+
+    def failure(self, index: int, status: JobStatus, point: ScalePoint) -> str:
+        """Why the point's end ends the study; "" when it succeeded and was measured."""
+        workers = self.plan.launches[index].workers
+        if status.state != JobState.SUCCEEDED:
+            return f"the {workers}-worker point ({status.name}) ended {status.state}: {status.message}"
+        if point.pace is None:
+            return f"the {workers}-worker point ({status.name}) wrote no step timings to measure"
+        return ""
+
+    def unable(self, index: int, error: ActionError) -> str:
+        return f"the {self.plan.launches[index].workers}-worker point could not run: {error}"
+
+
+def _run_in_turn(points: _PointRunner, poll_s: float) -> _Outcome:
+    """Each point launched once the one before it has ended and been measured."""
+    measured: list[ScalePoint] = []
+    for index in range(len(points.plan.launches)):
+        try:
+            job = points.launch(index)
+            deadline = points.deadline()
+            while not (status := points.status(index, job, deadline)).state.terminal:
+                time.sleep(poll_s)
+        except ActionError as error:
+            return _Outcome(tuple(measured), points.unable(index, error), index)
+        measured.append(points.measured(index, job))
+        if failure := points.failure(index, status, measured[-1]):
+            return _Outcome(tuple(measured), failure, index)
+    return _Outcome(tuple(measured))
+
+
+def _run_together(points: _PointRunner, poll_s: float) -> _Outcome:
+    """Every point launched at once, then each followed to its end and measured; the first that fails stops the
+    others (each measured with what it wrote)."""
+    jobs: list[str] = []
+    failure, ended_at = "", None
+    for index in range(len(points.plan.launches)):
+        try:
+            jobs.append(points.launch(index))
+        except ActionError as error:
+            failure, ended_at = points.unable(index, error), index
             break
-        time.sleep(poll_s)
-        status = jobs.status(record.name)
-    if watcher is not None:
-        watcher(index, len(plan.launches), status)
-    return status
+    deadline = points.deadline()
+    measured: dict[int, ScalePoint] = {}
+    stopped: set[int] = set()
+    while running := [index for index in range(len(jobs)) if index not in measured]:
+        if failure:
+            _stop(points.jobs, [jobs[index] for index in running if index not in stopped])
+            stopped.update(running)
+        for index in running:
+            try:
+                status = points.status(index, jobs[index], deadline)
+            except ActionError as error:
+                status = JobStatus(jobs[index], JobState.FAILED, message=f"could not be followed: {error}")
+            if not status.state.terminal:
+                continue
+            measured[index] = points.measured(index, jobs[index])
+            if not failure and (failure := points.failure(index, status, measured[index])):
+                ended_at = index
+        if len(measured) < len(jobs):
+            time.sleep(poll_s)
+    return _Outcome(tuple(measured[index] for index in sorted(measured)), failure, ended_at)
+
+
+def _stop(jobs: Jobs, running: list[str]) -> None:
+    """Ask each job to stop; one that cannot be reached is left to the point timeout."""
+    for job in running:
+        with contextlib.suppress(ActionError):
+            jobs.cancel(job)
 
 
 def _measured(settings: Settings, launch: Launch, job: str) -> ScalePoint:

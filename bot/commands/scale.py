@@ -1,4 +1,5 @@
-"""`trainbot scale TEMPLATE [k=v ...] --workers 1,2,4`: a scaling study, point after point, printed as a table."""
+"""`trainbot scale TEMPLATE [k=v ...] --workers 1,2,4`: a scaling study, point after point (or all at once with
+`--parallel`), printed as a table."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def sizes(text: str) -> tuple[int, ...]:
 
 def _scale_arguments(scale: argparse.ArgumentParser) -> None:
     scale.epilog = (
-        "Each size runs --steps measured steps after a warm-up (the first tenth of its steps), one after another; "
-        "a point that fails ends the study with what was measured."
+        "Each size runs --steps measured steps after a warm-up (the first tenth of its steps), one after another "
+        "(with --parallel all at once, competing); a point that fails ends the study with what was measured."
     )
     scale.add_argument("words", nargs="+", metavar="TEMPLATE [key=value ...]", help="template and parameters")
     scale.add_argument("--workers", type=sizes, required=True, metavar="N,N,...", help="the sizes, e.g. 1,2,4")
@@ -46,6 +47,11 @@ def _scale_arguments(scale: argparse.ArgumentParser) -> None:
         help="per-worker keeps each worker's batch (weak scaling); global divides the batch over the workers",
     )
     scale.add_argument("--steps", type=whole_number(1), default=40, help="measured steps a point (default 40)")
+    scale.add_argument(
+        "--parallel",
+        action="store_true",
+        help="launch every size at once (they compete; the local head must hold them all), not one after another",
+    )
     scale.add_argument("--chart", type=Path, metavar="PATH", help="write the throughput and efficiency chart here")
     scale.add_argument("--backend", choices=BACKEND_NAMES, help=f"default: TRAINBOT_BACKEND ({DEFAULT_BACKEND})")
     scale.add_argument("--as", dest="requester", default=None, help="who is asking (default: your user name)")
@@ -65,6 +71,7 @@ def scale_request(args: argparse.Namespace, requester: str) -> ScaleRequest:
         batch_mode=args.batch,
         steps=args.steps,
         backend=args.backend,
+        parallel=args.parallel,
     )
 
 
@@ -94,7 +101,7 @@ def _scale(args: argparse.Namespace) -> int:
         explained = explain_study(services.settings, services.jobs, result)
     if chart is not None:
         try:
-            chart.write_bytes(scale_chart(result.table))
+            chart.write_bytes(scale_chart(result.table, result.study.parallel))
         except OSError as error:
             raise BadRequest(f"--chart {chart}: cannot write it ({error.strerror})") from None
     document = {**result.to_dict(), "diagnosis": explained.to_dict() if explained else None}

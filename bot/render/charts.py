@@ -118,9 +118,10 @@ def comparison_chart(runs: list[tuple[str, dict[int, list[StepRecord]]]]) -> byt
     return png.getvalue()
 
 
-def scale_chart(table: ScaleTable) -> bytes:
+def scale_chart(table: ScaleTable, parallel: bool = False) -> bytes:
     """A PNG of a scaling study: samples a second against workers with the ideal (linear from the smallest
-    measured size), and efficiency against workers with the threshold; only measured sizes are drawn."""
+    measured size), and efficiency against workers with the threshold; only measured sizes are drawn. A
+    `parallel` study's points ran at once, and its chart says so."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - heavy, and only for charts
     from matplotlib.figure import Figure  # noqa: PLC0415
 
@@ -136,7 +137,7 @@ def scale_chart(table: ScaleTable) -> bytes:
         efficiency.plot(workers, [1.0] * len(rows), color="grey", linestyle="--", label="ideal")
         efficiency.plot(workers, [row.efficiency for row in rows], color=RUN_COLOURS[0], marker="o", label="measured")
     efficiency.axhline(table.threshold, color=RUN_COLOURS[1], linewidth=1, label=f"threshold {table.threshold:g}")
-    pace.set_title("Throughput against workers", fontsize=10)
+    pace.set_title("Throughput against workers" + (" (all sizes at once, competing)" if parallel else ""), fontsize=10)
     pace.set_ylabel("samples / s")
     efficiency.set_title("Efficiency (speedup over N / N0) against workers", fontsize=10)
     efficiency.set_ylabel("efficiency")

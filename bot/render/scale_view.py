@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from actions.jobs.scaling import StudyResult
     from diagnosers.scaling import ScaleRow
 
+# Said of a study whose points ran at once: each size's figures are what it did beside the others.
+COMPETED = ", all points at once (they competed)"
 HEADER = ("workers", "GPUs", "batch/worker", "samples/s", "speedup", "efficiency", "data/compute/comm", "job")
 
 
@@ -20,7 +22,8 @@ def study_text(result: StudyResult, explained: PointDiagnosis | None = None) -> 
     study, table = result.study, result.table
     lines = [
         f"{study.id}: {study.template} at {', '.join(map(str, study.sizes))} workers, "
-        f"{study.batch_mode} batch, {study.steps} measured steps a point on {study.backend}: {study.status.value}"
+        f"{study.batch_mode} batch, {study.steps} measured steps a point{COMPETED if study.parallel else ''} "
+        f"on {study.backend}: {study.status.value}"
     ]
     rows = [HEADER, *(_cells(row, job) for row, job in zip(table.rows, study.jobs, strict=False))]
     width = [max(len(row[column]) for row in rows) for column in range(len(HEADER))]

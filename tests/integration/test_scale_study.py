@@ -64,3 +64,32 @@ def test_a_planted_strong_scaling_case_falls_under_the_threshold_and_its_point_i
         f"{one}/steps/rank-0.jsonl",
         f"{two}/steps/rank-0.jsonl",
     ]
+
+
+def test_a_one_and_two_worker_study_in_parallel_runs_both_points_at_once_and_measures_both(ray_env):
+    study = trainbot(
+        ray_env, "scale", "tiny-transformer", "batch_size=16", "--workers", "1,2", "--steps", "9", "--parallel",
+        "-o", "json",
+    )  # fmt: skip
+    result = json.loads(study.stdout)
+    assert result["study"]["status"] == "succeeded", result["study"]["reason"]
+    assert result["study"]["parallel"] is True
+    assert [row["workers"] for row in result["table"]["rows"]] == [1, 2]
+    assert all(row["samples_per_s"] > 0 and row["mean_step_s"] > 0 for row in result["table"]["rows"])
+    one, two = (json.loads(trainbot(ray_env, "status", job, "-o", "json").stdout) for job in result["study"]["jobs"])
+    assert one["state"] == two["state"] == "SUCCEEDED"
+    # At once: each started before the other ended (in turn, the second starts after the first ends).
+    assert one["start_time"] < two["end_time"] and two["start_time"] < one["end_time"]
+
+
+def test_a_parallel_study_the_head_cannot_hold_is_refused_in_one_line_before_anything_runs(ray_env):
+    before = trainbot(ray_env, "jobs", "-o", "json").stdout
+    refused = trainbot(
+        ray_env, "scale", "tiny-transformer", "batch_size=16", "--workers", "1,2,4", "--parallel", check=False
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "trainbot: --parallel: the 3 points need 7 CPUs and 0 GPUs at once, and local has 4 CPUs and 0 GPUs; "
+        "drop --parallel or give fewer sizes"
+    )
+    assert trainbot(ray_env, "jobs", "-o", "json").stdout == before

@@ -105,6 +105,10 @@ class KubeRayBackend:
             f"(deployment status {status.deployment_status or 'New'}); try again once it is Running"
         )
 
+    def capacity(self) -> None:
+        """Unknown: each RayJob brings its own RayCluster, which the Kubernetes scheduler (and any queue, such as
+        Kueue, or autoscaler) places or holds; nothing here can say whether several fit at once."""
+
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         """Delete the RayJob (KubeRay then deletes its cluster), or with `suspend` only its cluster.
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from actions.errors import BadRequest, Conflict, NotFound, Unavailable
 from actions.jobs.backends import LOCAL
 from actions.jobs.backends.local_head import ensure_head, find_head, gcs_address, head_location
-from actions.jobs.job import MANAGED_BY, MANAGER, JobState, JobStatus, Launch, log_tail
+from actions.jobs.job import MANAGED_BY, MANAGER, Capacity, JobState, JobStatus, Launch, log_tail
 from actions.jobs.watcher import poll_changes
 from actions.service_failure import failure_reason
 from actions.settings import Settings
@@ -28,6 +28,8 @@ TAKEN = re.compile(r"already exists", re.IGNORECASE)
 AGENT_STARTING = re.compile(r"No available agent to submit job", re.IGNORECASE)
 AGENT_WAIT_S = 60.0
 AGENT_RETRY_S = 1.0
+# Ray's state API: every node of the cluster with the resources it was started with.
+NODES_ENDPOINT = "/api/v0/nodes"
 
 
 class LocalBackend:
@@ -104,6 +106,25 @@ class LocalBackend:
         except OSError as error:
             raise self._unreachable(error) from None
         return self.status(name)
+
+    def capacity(self) -> Capacity:
+        """The CPUs and GPUs of the head's live nodes, as Ray's state API reports them; the head is started when
+        none answers (what asks is about to launch on it)."""
+        client = self._connect(start=True)
+        try:
+            response = client.get(NODES_ENDPOINT)
+            nodes = response.json()["data"]["result"]["result"] if response.status_code == 200 else None
+        except OSError as error:
+            raise self._unreachable(error) from None
+        except (ValueError, KeyError, TypeError):
+            nodes = None
+        if not isinstance(nodes, list):
+            raise Unavailable(f"the local Ray dashboard at {self._url} did not list its nodes ({NODES_ENDPOINT})")
+        alive = [node.get("resources_total", {}) for node in nodes if node.get("state") == "ALIVE"]
+        return Capacity(
+            cpus=sum(float(total.get("CPU", 0)) for total in alive),
+            gpus=sum(float(total.get("GPU", 0)) for total in alive),
+        )
 
     def observe(self, timeout_s: float | None = None) -> Iterator[JobStatus]:
         return poll_changes(self._managed_statuses, POLL_INTERVAL_S, timeout_s)

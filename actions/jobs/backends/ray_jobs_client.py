@@ -21,3 +21,7 @@ class TimedJobSubmissionClient(JobSubmissionClient):
     def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> requests.Response:
         # Ray forwards keyword arguments to requests.request (without retries: requests makes none).
         return super()._do_request(method, endpoint, **{"timeout": self._request_timeout, **kwargs})
+
+    def get(self, endpoint: str) -> requests.Response:
+        """GET another endpoint of the same dashboard (Ray's state API), with the same timeout."""
+        return self._do_request("GET", endpoint)

@@ -9,7 +9,7 @@ import pytest
 from actions.errors import BadRequest
 from actions.evidence.studying import point_to_explain
 from actions.jobs.backends.rayjob import build_rayjob
-from actions.jobs.job import STUDY_LABEL, JobState, JobStatus, Launch
+from actions.jobs.job import STUDY_LABEL, Capacity, JobState, JobStatus, Launch
 from actions.jobs.scaling import ScaleRequest, plan_study, run_study, total_steps
 from actions.jobs.service import Jobs
 from actions.jobs.studies import StudyStatus, StudyStore
@@ -68,16 +68,22 @@ def test_a_template_without_study_parameters_cannot_be_studied(tmp_path):
 
 @dataclass
 class ScriptedBackend:
-    """A backend whose jobs end at once in the state scripted for their size, having written 20 steps a rank
-    (data_dir/runs/<job>/steps, as the local backend's workloads do); RUNNING forever where told."""
+    """A backend whose jobs end in the state scripted for their size (PENDING: never) after answering RUNNING
+    `running_polls` times, having written 20 steps a rank (data_dir/runs/<job>/steps, as the local backend's
+    workloads do); with `cpus` and `gpus` it can hold that much at once (cpus None: it cannot say)."""
 
     settings: Settings
     ends: dict[int, JobState]
     comm_s: dict[int, float] = field(default_factory=dict)
     silent: set[int] = field(default_factory=set)  # sizes whose jobs write no step timings
+    running_polls: int = 0
+    cpus: float | None = None
+    gpus: float = 0
     name: str = "local"
     launched: list[Launch] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
+    polls: dict[str, int] = field(default_factory=dict)
+    launched_at_first_end: int | None = None  # how many jobs had been launched when the first one ended
 
     def submit(self, launch: Launch) -> JobStatus:
         self.launched.append(launch)
@@ -95,12 +101,20 @@ class ScriptedBackend:
         launch = next(launch for launch in self.launched if launch.name == name)
         if name in self.cancelled:
             return JobStatus(name, JobState.STOPPED, message="stopped")
+        self.polls[name] = self.polls.get(name, 0) + 1
+        if self.polls[name] <= self.running_polls:
+            return JobStatus(name, JobState.RUNNING)
         state = self.ends[launch.workers]
+        if state.terminal and self.launched_at_first_end is None:
+            self.launched_at_first_end = len(self.launched)
         return JobStatus(name, state, message="worker died" if state == JobState.FAILED else "")
 
     def cancel(self, name: str, suspend: bool = False) -> JobStatus:
         self.cancelled.append(name)
         return self.status(name)
+
+    def capacity(self) -> Capacity | None:
+        return None if self.cpus is None else Capacity(self.cpus, self.gpus)
 
 
 @pytest.fixture
@@ -163,6 +177,75 @@ def test_a_point_still_running_at_the_point_timeout_is_stopped_and_ends_the_stud
     assert "ended STOPPED: ran past 0.05 s (TRAINBOT_SCALE_POINT_TIMEOUT_S)" in stored.reason
     assert seen[-2:] == [(1, 2, JobState.PENDING), (1, 2, JobState.STOPPED)]
     assert [row.measured for row in result.table.rows] == [True, False]
+
+
+def test_in_parallel_every_point_is_launched_before_any_ends_and_each_is_measured(settings):
+    ends = dict.fromkeys((1, 2, 4), JobState.SUCCEEDED)
+    backend = ScriptedBackend(settings, ends, comm_s={2: 0.02, 4: 0.05}, running_polls=2, cpus=7)
+    result, stored, seen = study_run(settings, backend, request(1, 2, 4, parallel=True))
+    assert backend.launched_at_first_end == 3  # in turn, the first ends with only itself launched
+    assert stored.status is StudyStatus.SUCCEEDED and stored.parallel is True
+    assert stored.jobs == tuple(launch.name for launch in backend.launched)
+    assert [row.workers for row in result.table.rows] == [1, 2, 4] and all(row.measured for row in result.table.rows)
+    one, two, four = (row.comm_share for row in result.table.rows)  # each point measured from its own steps
+    assert one == 0 and 0 < two < four
+    # The watcher hears every point, each to its end, told the study's size.
+    assert {(index, state) for index, points, state in seen if points == 3} == {
+        (index, state) for index in range(3) for state in (JobState.RUNNING, JobState.SUCCEEDED)
+    }
+
+
+def test_in_turn_is_the_default_and_is_stored_so(settings):
+    backend = ScriptedBackend(settings, dict.fromkeys((1, 2), JobState.SUCCEEDED), running_polls=2, cpus=1)
+    _, stored, _ = study_run(settings, backend, request(1, 2))
+    assert backend.launched_at_first_end == 1 and stored.parallel is False
+
+
+@pytest.mark.parametrize(
+    ("asked", "capacity", "says"),
+    [
+        (
+            request(1, 2, 4, parallel=True),
+            {"cpus": 6},
+            "the 3 points need 7 CPUs and 0 GPUs at once, and local has 6 CPUs and 0 GPUs",
+        ),
+        (
+            request(1, 2, gpus_per_worker=1, parallel=True),
+            {"cpus": 64, "gpus": 2},
+            "the 2 points need 3 CPUs and 3 GPUs at once, and local has 64 CPUs and 2 GPUs",
+        ),
+    ],
+)
+def test_parallel_is_refused_before_anything_runs_where_the_backend_cannot_hold_every_point(
+    settings, asked, capacity, says
+):
+    backend = ScriptedBackend(settings, dict.fromkeys((1, 2, 4), JobState.SUCCEEDED), **capacity)
+    with pytest.raises(BadRequest, match=f"^--parallel: {says}; drop --parallel or give fewer sizes$"):
+        study_run(settings, backend, asked)
+    assert backend.launched == []
+
+
+def test_parallel_goes_on_where_the_backend_cannot_say_what_it_holds(settings):
+    backend = ScriptedBackend(settings, dict.fromkeys((1, 2, 4), JobState.SUCCEEDED), running_polls=1, cpus=None)
+    _, stored, _ = study_run(settings, backend, request(1, 2, 4, parallel=True))
+    assert stored.status is StudyStatus.SUCCEEDED and backend.launched_at_first_end == 3
+
+
+def test_a_point_that_fails_in_parallel_stops_the_others_and_the_study_fails_with_what_was_measured(settings):
+    settings = settings.model_copy(update={"scale_point_timeout_s": 2.0})  # in turn, the 1-worker point times out
+    ends = {1: JobState.SUCCEEDED, 2: JobState.FAILED, 4: JobState.PENDING}  # 4 workers never start
+    backend = ScriptedBackend(settings, ends, running_polls=1, cpus=None)
+    backend.ends[1] = JobState.RUNNING  # still running when the 2-worker point fails
+    result, stored, _ = study_run(settings, backend, request(1, 2, 4, parallel=True))
+    assert len(backend.launched) == 3
+    assert backend.cancelled == [stored.jobs[0], stored.jobs[2]]  # the two still going, each asked once
+    assert max(backend.polls.values()) <= 3  # stopped once the failure was seen, not left to the point timeout
+    assert stored.status is StudyStatus.FAILED and result.ended_at == 1
+    assert stored.reason == f"the 2-worker point ({stored.jobs[1]}) ended FAILED: worker died"
+    # Every launched size has its row: the stopped 1-worker point measured with the steps it wrote, the
+    # 4-worker one (never started) not measured.
+    assert [(row.workers, row.measured) for row in result.table.rows] == [(1, True), (2, True), (4, False)]
+    assert point_to_explain(result) == (1, "it ended the study")
 
 
 def test_a_configured_study_must_name_the_templates_own_parameters(tmp_path):

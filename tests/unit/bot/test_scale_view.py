@@ -21,7 +21,7 @@ from tests.builders.step_files import write_steps
 AT = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
 
 
-def result_of(tmp_path, status=StudyStatus.SUCCEEDED, reason="") -> StudyResult:
+def result_of(tmp_path, status=StudyStatus.SUCCEEDED, reason="", parallel=False) -> StudyResult:
     write_steps(tmp_path / "1", ranks=1, step_s=0.1, data_s=0.01, samples=32)
     write_steps(tmp_path / "2", ranks=2, step_s=0.11, data_s=0.01, comm_s=0.05, samples=16)
     points = [ScalePoint(n, 0, 32 // n, run_pace(dict(load_bundle(tmp_path / str(n)).steps))) for n in (1, 2)]
@@ -29,7 +29,7 @@ def result_of(tmp_path, status=StudyStatus.SUCCEEDED, reason="") -> StudyResult:
     study = Study(
         id="tiny-transformer-scale-abc123", template="tiny-transformer", requester="alice", backend="local",
         params={"batch_size": 32}, sizes=(1, 2, 4), jobs=("tt-one", "tt-two", "tt-four"), gpus_per_worker=0,
-        batch_mode="global", steps=40, status=status, reason=reason, created_at=AT, updated_at=AT,
+        batch_mode="global", steps=40, parallel=parallel, status=status, reason=reason, created_at=AT, updated_at=AT,
     )  # fmt: skip
     return StudyResult(study, tuple(points), scale_table(points))
 
@@ -49,6 +49,24 @@ def test_the_table_has_a_row_a_size_and_says_where_efficiency_fell_and_how_comm_
     assert lines[5] == "ended early: the 4-worker point (tt-four) ended FAILED: oom"
     assert lines[6] == "efficiency falls under 0.8 at 2 workers"
     assert lines[7] == "comm share of the step: 0% at 1, 45% at 2 (+45 points)"
+
+
+def test_a_parallel_study_says_its_points_ran_at_once_and_competed(tmp_path):
+    result = result_of(tmp_path, parallel=True)
+    assert study_text(result).splitlines()[0] == (
+        "tiny-transformer-scale-abc123: tiny-transformer at 1, 2, 4 workers, global batch, "
+        "40 measured steps a point, all points at once (they competed) on local: succeeded"
+    )
+    apart, together = scale_chart(result.table), scale_chart(result.table, parallel=True)
+    assert Image.open(io.BytesIO(together)).size == Image.open(io.BytesIO(apart)).size
+    # The title says so: the same chart, more ink where the top panel's title is.
+    assert _title_ink(together) > _title_ink(apart)
+
+
+def _title_ink(png: bytes) -> int:
+    picture = Image.open(io.BytesIO(png)).convert("L")
+    band = picture.crop((0, 0, picture.width, DPI // 4))
+    return sum(1 for value in band.getdata() if value < 128)
 
 
 def test_the_chart_draws_throughput_and_efficiency_in_two_panels(tmp_path):
