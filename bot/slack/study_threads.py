@@ -105,13 +105,14 @@ class StudyThreads:
     def _points(self, plan: StudyPlan, post: Post) -> PointWatcher:
         """What the study tells of its points: a reply at each point's launch and end, the parent edited at each
         change of state."""
-        shown: list[tuple[int, JobState]] = []
+        # Each point's last state told: with --parallel the points are told in turn, poll after poll.
+        shown: dict[int, JobState] = {}
 
         def seen(index: int, points: int, status: JobStatus) -> None:
-            if shown and shown[-1] == (index, status.state):
+            if shown.get(index) == status.state:
                 return
-            launched = not shown or shown[-1][0] != index
-            shown.append((index, status.state))
+            launched = index not in shown
+            shown[index] = status.state
             launch = plan.launches[index]
             where = f"point {index + 1} of {points}"
             if launched:

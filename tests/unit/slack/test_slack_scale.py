@@ -241,3 +241,20 @@ def test_a_study_that_fails_unexpectedly_says_so_in_its_thread_with_an_incident_
     while f"scaling study {study} stopped and its thread could not be told" not in caplog.text:
         assert time.monotonic() < deadline, caplog.text
         time.sleep(0.1)
+
+
+def test_a_parallel_studys_points_each_reply_once_at_launch_and_once_at_their_end(bot, slack, kuberay, settings):
+    study, parent = started(bot, slack, f"{STUDY} --parallel")
+    jobs = [reply(slack, parent, rf"Launched (\S+), point {point} of 2: {point} workers?")[1] for point in (1, 2)]
+    for point, job in enumerate(jobs, start=1):
+        write_steps(settings.runs_dir() / job, ranks=point, step_s=0.1, comm_s=0.01 * (point - 1), samples=16)
+    time.sleep(5)  # both points polled in turn, more than once, while they run
+    for job in jobs:
+        kuberay.set_status(job, ENDED["SUCCEEDED"])
+    reply(slack, parent, rf"\*Scaling study {study}: succeeded\*")
+    said = thread_of(slack, parent)
+    assert [text for text in said if text.startswith("Launched")] == [
+        f"Launched {jobs[0]}, point 1 of 2: 1 worker, batch 16 a worker",
+        f"Launched {jobs[1]}, point 2 of 2: 2 workers, batch 16 a worker",
+    ]
+    assert sum(f"{job} is SUCCEEDED" in text for text in said for job in jobs) == 2
