@@ -80,11 +80,11 @@ def _small_batch(base: ScaleRow, point: ScaleRow, table: ScaleTable, quotes: lis
 
 
 def _comm_bound(base: ScaleRow, point: ScaleRow, quotes: list[Quote]) -> Finding:
-    grown = _added(point, base, "comm") + _added(point, base, "data") + _added(point, base, "compute")
     detail = (
-        f"The collectives grew with the workers: {_comm_growth(base, point)}. Of the "
-        f"{grown * 1000:.1f} ms a step grew by from {_workers(base.workers)} to {_workers(point.workers)}, "
-        f"{_added(point, base, 'comm') * 1000:.1f} ms is collectives. Check the transport between the workers, "
+        f"The collectives grew with the workers: {_comm_growth(base, point)}. From {_workers(base.workers)} to "
+        f"{_workers(point.workers)} they added {_added(point, base, 'comm') * 1000:.1f} ms to each step, while "
+        f"compute changed it by {_added(point, base, 'compute') * 1000:+.1f} ms and data loading by "
+        f"{_added(point, base, 'data') * 1000:+.1f} ms. Check the transport between the workers, "
         "overlap communication with backward (DDP buckets), all-reduce less often (gradient accumulation), or "
         "use fewer workers."
     )

@@ -31,7 +31,9 @@ def test_one_sample_a_worker_whose_all_reduce_grew_the_step_is_small_batch_and_c
     assert "1 sample a step (2 samples at 1 worker)" in small.detail
     assert "0% of the step at 1 worker and 32% at 2 workers" in small.detail
     assert f"keep {table.rows[1].efficiency:.0%} of the ideal speedup" in small.detail
-    assert "17.0 ms is collectives" in found[COMM_BOUND].detail
+    assert "they added 17.0 ms to each step, while compute changed it by +12.5 ms and data loading by +0.0 ms" in (
+        found[COMM_BOUND].detail
+    )
     for finding in found.values():  # each size's median step, as its rank wrote it, from its own run
         assert [quote.source for quote in finding.evidence] == ["one/steps/rank-0.jsonl", "two/steps/rank-0.jsonl"]
         assert '"comm_s": 0.017' in finding.evidence[1].text
