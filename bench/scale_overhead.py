@@ -29,6 +29,7 @@ from actions.jobs.scaling import ScaleRequest, StudyPlan, plan_study, run_study
 from actions.jobs.service import Jobs
 from actions.jobs.studies import StudyStatus, StudyStore
 from actions.settings import Settings
+from bench.arms import median_line
 
 POLL_S = 0.5
 
@@ -81,14 +82,10 @@ def main() -> int:
             stop_head(settings)
     driver, by_hand = statistics.median(walls["driver"]), statistics.median(walls["by hand"])
     print(f"tiny-transformer at {args.sizes} workers, {args.steps} measured steps a point, {args.repeat} runs an arm")
-    print(f"driver (run_study)          median {driver:.2f} s  {_runs(walls['driver'])}")
-    print(f"by hand (launch and wait)   median {by_hand:.2f} s  {_runs(walls['by hand'])}")
+    print(median_line("driver (run_study)         ", walls["driver"]))
+    print(median_line("by hand (launch and wait)  ", walls["by hand"]))
     print(f"ratio driver/by hand {driver / by_hand:.3f} (aim <= {args.max_ratio})")
     return 0 if driver / by_hand <= args.max_ratio else 1
-
-
-def _runs(walls: list[float]) -> str:
-    return "[" + ", ".join(f"{wall:.2f}" for wall in walls) + "]"
 
 
 if __name__ == "__main__":

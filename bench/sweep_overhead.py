@@ -37,6 +37,7 @@ import ray
 from ray import tune
 from ray.air.integrations.mlflow import MLflowLoggerCallback
 
+from bench.arms import median_line
 from workloads.sweep import SweepOptions, run_sweep
 from workloads.tune_space import SearchSpace, parse_space
 
@@ -118,14 +119,10 @@ def main() -> int:
         ray.shutdown()
     driver, plain = statistics.median(walls["driver"]), statistics.median(walls["plain"])
     print(f"{args.trials} trials x {args.epochs} epochs, {args.repeat} runs per arm, alternating")
-    print(f"driver (workloads.sweep.run_sweep)      median {driver:.2f} s  {_runs(walls['driver'])}")
-    print(f"plain Tune + MLflowLoggerCallback       median {plain:.2f} s  {_runs(walls['plain'])}")
+    print(median_line("driver (workloads.sweep.run_sweep)     ", walls["driver"]))
+    print(median_line("plain Tune + MLflowLoggerCallback      ", walls["plain"]))
     print(f"ratio driver/plain {driver / plain:.3f} (aim <= {args.max_ratio})")
     return 0 if driver / plain <= args.max_ratio else 1
-
-
-def _runs(walls: list[float]) -> str:
-    return "[" + ", ".join(f"{wall:.2f}" for wall in walls) + "]"
 
 
 if __name__ == "__main__":
