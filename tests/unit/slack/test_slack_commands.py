@@ -74,7 +74,7 @@ def test_train_help_lists_the_verbs_and_the_templates_parameters(bot, slack):
 def test_train_help_offers_a_scaling_study_without_the_terminal_s_options(bot, slack):
     shown = texts(command(bot, slack, "/train", "help"))
     assert (
-        "`/train scale --workers N,N,... [--gpus GPUS] [--batch {per-worker,global}] [--steps STEPS] "
+        "`/train scale --workers N,N,... [--gpus GPUS] [--batch {per-worker,global}] [--steps STEPS] [--parallel] "
         "TEMPLATE [key=value ...] [TEMPLATE [key=value ...] ...]`"
     ) in shown
     assert "a scaling study: a template at several sizes, its speedup and efficiency" in shown
