@@ -35,10 +35,19 @@ def test_a_one_and_two_worker_study_measures_both_points(ray_env, tmp_path):
         status = json.loads(trainbot(ray_env, "status", job, "-o", "json").stdout)
         assert status["state"] == "SUCCEEDED"
     assert Image.open(io.BytesIO(chart.read_bytes())).size == (WIDTH_IN * DPI, PANEL_HEIGHT_IN * 2 * DPI)
-    # Two points of a study compare as any two runs do, measured alike.
-    compared = json.loads(trainbot(ray_env, "compare", *result["study"]["jobs"], "-o", "json").stdout)
+    # Two points of a study compare as any two runs do, measured alike, each with its live verdict.
+    drawn = tmp_path / "compare.png"
+    jobs = result["study"]["jobs"]
+    compared = json.loads(trainbot(ray_env, "compare", *jobs, "-o", "json", "--chart", str(drawn)).stdout)
+    a, b = compared["a"], compared["b"]
+    assert (a["workers"], b["workers"]) == (1, 2)
+    assert (sorted(a["pace"]["rank_step_s"]), sorted(b["pace"]["rank_step_s"])) == (["0"], ["0", "1"])
     assert compared["speedup"] == pytest.approx(two["speedup"])
-    assert compared["b"]["pace"]["comm_share"] == pytest.approx(two["comm_share"])
+    assert b["pace"]["comm_share"] == pytest.approx(two["comm_share"])
+    # The head still knows both jobs: each verdict comes from its live bundle, as `trainbot diagnose` makes it.
+    assert (a["verdict_from"], b["verdict_from"]) == ("live evidence", "live evidence")
+    assert a["verdict"] == json.loads(trainbot(ray_env, "diagnose", jobs[0], "--json").stdout)["verdict"]
+    assert drawn.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_a_planted_strong_scaling_case_falls_under_the_threshold_and_its_point_is_diagnosed(ray_env):
